@@ -1,0 +1,31 @@
+#include "benchmark_routes.hpp"
+
+#include "process.hpp"
+
+#include <string>
+#include <thread>
+
+namespace {
+
+void sleep_thread(std::chrono::milliseconds duration) { std::this_thread::sleep_for(duration); }
+bool never() { return false; }
+
+} // namespace
+
+const BenchmarkWait thread_sleep{"std::this_thread::sleep_for", sleep_thread, never};
+
+void add_benchmark_routes(httplib::Server& server, const BenchmarkWait& wait,
+                          std::chrono::milliseconds duration) {
+    server.Get("/benchmark", [&wait, duration](const httplib::Request&, httplib::Response& res) {
+        wait.sleep(duration);
+        // Every value here is plain ASCII without quotes, so no JSON escaping is needed.
+        res.set_content(std::string("{\"message\":\"slept with ") + wait.name +
+                            "\",\"sleep_ms\":" + std::to_string(duration.count()) +
+                            ",\"thread\":\"" + thread_label() + "\",\"fiber\":" +
+                            (wait.on_fiber() ? "true" : "false") + "}\n",
+                        "application/json");
+    });
+    server.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content("hello\n", "text/plain");
+    });
+}

@@ -1,0 +1,92 @@
+// Lesson 01 checkpoint: one worker thread serves ten one-second requests one after another.
+#include "test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace {
+const std::string lesson01 = BIN_DIR "/lesson01";
+
+std::string field(const std::string& json, const std::string& name) {
+    const auto at = json.find("\"" + name + "\":");
+    if (at == std::string::npos) return "";
+    auto begin = at + name.size() + 3;
+    if (json[begin] == '"') ++begin;
+    const auto end = json.find_first_of("\",}", begin);
+    return json.substr(begin, end - begin);
+}
+} // namespace
+
+TEST_CASE("ten concurrent one-second requests take ten seconds on one worker thread",
+          "[lesson01][checkpoint]") {
+    ServerProcess server(lesson01, {}, "lesson01-checkpoint");
+    STEP("lesson01 listening on port " << server.port() << ", log " << server.log_path());
+    const auto results = concurrent_get(server.port(), "/benchmark", 10);
+    STEP("sent 10 concurrent GET /benchmark");
+
+    std::set<std::string> threads;
+    double slowest = 0;
+    for (const auto& result : results) {
+        INFO("response: " << result.status << " after " << result.seconds << " s: " << result.body);
+        REQUIRE(result.status == 200);
+        CHECK(field(result.body, "sleep_ms") == "1000");
+        CHECK(field(result.body, "fiber") == "false");
+        threads.insert(field(result.body, "thread"));
+        slowest = std::max(slowest, result.seconds);
+    }
+    STEP("the slowest answer came after " << slowest << " s");
+    // Ten sleeps of one second on one thread cannot overlap: the last answer needs >= 10 s.
+    // The bound is 9 s only to allow for clock granularity; it cannot pass if requests overlap.
+    CHECK(slowest >= 9.0);
+    CHECK(threads.size() == 1);
+}
+
+TEST_CASE("with --keep-alive the one worker stays with a quiet client until its keep-alive ends",
+          "[lesson01]") {
+    ServerProcess server(lesson01, {"--keep-alive"}, "lesson01-keep-alive");
+    STEP("lesson01 --keep-alive listening on port " << server.port());
+    RawConnection first(server.port());
+    RawConnection second(server.port());
+    const auto start = std::chrono::steady_clock::now();
+    const std::string request = "GET /benchmark HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    REQUIRE(first.send(request));
+    REQUIRE(second.send(request));
+    STEP("two keep-alive connections each sent one request and then stay open, quiet");
+
+    const std::string answer1 = first.receive_response(std::chrono::seconds(30));
+    const double first_at = seconds_since(start);
+    const std::string answer2 = second.receive_response(std::chrono::seconds(30));
+    const double second_at = seconds_since(start);
+    STEP("first answer after " << first_at << " s, second after " << second_at << " s");
+    REQUIRE(status_of(answer1) == 200);
+    REQUIRE(status_of(answer2) == 200);
+    // The worker sleeps 1 s for the first request, then waits up to 5 s (cpp-httplib's keep-alive
+    // timeout) for the first client's next request before it takes the second connection.
+    CHECK(second_at >= 5.5);
+}
+
+TEST_CASE("lesson01 refuses an unknown flag with one line and status 2", "[lesson01]") {
+    std::string output;
+    const int status = run_program({lesson01, "--no-such-flag"}, output);
+    INFO("output: " << output);
+    CHECK(status == 2);
+    CHECK(output == "lesson01: unknown flag '--no-such-flag' (try --help)\n");
+}
+
+TEST_CASE("lesson01 on a port that is taken says so and exits 1", "[lesson01]") {
+    ServerProcess holder(lesson01, {}, "lesson01-port-holder");
+    STEP("a first lesson01 holds port " << holder.port());
+    std::string output;
+    const int status = run_program({lesson01, "--port", std::to_string(holder.port())}, output);
+    INFO("output: " << output);
+    CHECK(status == 1);
+    CHECK(output.find("cannot listen on 127.0.0.1:" + std::to_string(holder.port()) +
+                      ": Address already in use") != std::string::npos);
+}
+
+TEST_CASE("lesson01 exits 0 on SIGTERM", "[lesson01]") {
+    ServerProcess server(lesson01, {}, "lesson01-sigterm");
+    CHECK(server.stop() == 0);
+}

@@ -1,0 +1,9 @@
+// Runs a cpp-httplib server the way every lesson server runs: bind 127.0.0.1:port (port 0 picks a
+// free one), print "listening on ...", serve until SIGINT or SIGTERM, stop, return.
+// A port that cannot be bound ends the program: one line on stderr, exit status 1.
+#pragma once
+
+#include <httplib.h>
+#include <string>
+
+void serve_until_shutdown(httplib::Server& server, const std::string& program, int port);

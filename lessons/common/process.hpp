@@ -1,0 +1,30 @@
+// What every server in this repository does around its main loop: name its threads, announce
+// where it listens, and stop cleanly on Ctrl+C (SIGINT) or SIGTERM.
+#pragma once
+
+#include <string>
+
+// Call first thing in main(), before any thread starts: SIGINT and SIGTERM are blocked in every
+// thread (new threads inherit the mask) so that only wait_for_shutdown_signal() receives them,
+// and SIGPIPE is ignored so that writing to a socket the client closed is an error, not a death.
+void block_shutdown_signals();
+
+// Blocks the calling thread until SIGINT or SIGTERM arrives; returns the signal number.
+int wait_for_shutdown_signal();
+
+// Prints the one line scripts and tests wait for: "listening on http://127.0.0.1:PORT".
+void announce_listening(const std::string& host, int port);
+
+// Prints "<program>: <message>" to stderr and exits with `status`.
+[[noreturn]] void fail(const std::string& program, const std::string& message, int status = 1);
+
+// Why binding host:port fails right now ("Address already in use"), found by trying it.
+// For libraries (cpp-httplib) that report a failed bind only as `false`.
+std::string explain_bind_failure(const std::string& host, int port);
+
+// Names the calling thread (at most 15 characters are kept: a Linux limit).
+void name_this_thread(const std::string& name);
+
+// "carrier-0#4242": the calling thread's name and kernel thread id, so a reader can tell
+// whether ten responses came from one thread or from ten.
+std::string thread_label();

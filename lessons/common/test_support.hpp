@@ -1,0 +1,90 @@
+// Helpers for the tests: start a lesson server as a real process on a free port, talk raw TCP to
+// it, and tell the story of a test when it fails.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+// STEP("request sent") records one step of the test's story. Every STEP in scope is printed, in
+// order, above any assertion that fails, so a failure reads "step: server started on port 4321,
+// step: 10 requests sent, ...; expected ... got ...". Use it at test-case scope.
+#define STEP(text) INFO("step: " << text)
+
+// A server binary started with `--port 0 args...`, stdout and stderr going to a log file.
+// The constructor returns once the server printed "listening on http://127.0.0.1:PORT" (or throws
+// std::runtime_error with the log's tail). The destructor stops it: SIGTERM, then SIGKILL after a
+// grace period. The child also dies with SIGKILL if the test process dies first, so a crashed or
+// aborted test never leaves a server behind.
+class ServerProcess {
+public:
+    ServerProcess(const std::string& binary, const std::vector<std::string>& args,
+                  const std::string& log_name);
+    ~ServerProcess();
+    ServerProcess(const ServerProcess&) = delete;
+    ServerProcess& operator=(const ServerProcess&) = delete;
+
+    int port() const { return port_; }
+    int pid() const { return pid_; }
+    const std::string& log_path() const { return log_path_; }
+    std::string log() const;
+
+    // Sends SIGTERM, waits up to `grace`, then SIGKILL. Returns the exit status, or 128 + signal
+    // number when it died of a signal (as a shell reports it).
+    int stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
+    bool running();
+
+private:
+    int pid_ = -1;
+    int port_ = 0;
+    std::string log_path_;
+};
+
+// Runs a program to completion and returns its exit status (128 + signal if killed), with its
+// stdout and stderr captured into `output`. Used to check flag handling and error messages.
+int run_program(const std::vector<std::string>& argv, std::string& output,
+                std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// Where tests write their transcripts (server logs); printed when a test fails.
+std::string test_log_dir();
+
+// A blocking TCP client for feeding a server exact bytes: malformed requests, half requests,
+// slow clients. Every call has a deadline, so a test never hangs on a silent server.
+class RawConnection {
+public:
+    explicit RawConnection(int port);
+    ~RawConnection();
+    RawConnection(const RawConnection&) = delete;
+    RawConnection& operator=(const RawConnection&) = delete;
+
+    bool send(const std::string& bytes);
+    // Reads until the peer closes, `want_bytes` have arrived, or `timeout` passes.
+    std::string receive(std::chrono::milliseconds timeout, std::size_t want_bytes = SIZE_MAX);
+    // Reads one whole HTTP response (head, and a body of Content-Length bytes).
+    std::string receive_response(std::chrono::milliseconds timeout);
+    // True when the peer closed the connection within `timeout` (read returned 0 or reset).
+    bool closed_by_peer(std::chrono::milliseconds timeout);
+    void close();
+    int fd() const { return fd_; }
+
+private:
+    int fd_ = -1;
+    std::string pending_; // bytes read past the end of the last response
+};
+
+// "HTTP/1.1 200 OK\r\n..." -> 200; 0 when the text is not a status line.
+int status_of(const std::string& response);
+
+struct TimedGet {
+    int status = 0; // 0 when the request failed at the transport level
+    double seconds = 0;
+    std::string body;
+};
+
+// Sends `count` GET requests to 127.0.0.1:port/path at the same moment, each on its own
+// connection and thread, and waits for all of them. `seconds` is per request.
+std::vector<TimedGet> concurrent_get(int port, const std::string& path, int count,
+                                     std::chrono::seconds timeout = std::chrono::seconds(60));
+
+// Seconds since `start`, for the story of a test.
+double seconds_since(std::chrono::steady_clock::time_point start);
