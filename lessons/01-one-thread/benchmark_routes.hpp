@@ -14,11 +14,13 @@
 struct BenchmarkWait {
     const char* name;                         // shown in the response, e.g. "std::this_thread::sleep_for"
     void (*sleep)(std::chrono::milliseconds); // how the handler waits
-    bool (*on_fiber)();                       // is the handler running on a fiber right now?
 };
 
 // Waits with std::this_thread::sleep_for: the calling OS thread can do nothing else meanwhile.
 extern const BenchmarkWait thread_sleep;
 
+// `on_fiber` tells whether the handler runs on a fiber right now (the "fiber" field); a server
+// without fibers passes nothing.
 void add_benchmark_routes(httplib::Server& server, const BenchmarkWait& wait,
+                          bool (*on_fiber)() = nullptr,
                           std::chrono::milliseconds duration = std::chrono::seconds(1));

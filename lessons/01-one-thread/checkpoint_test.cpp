@@ -9,14 +9,6 @@
 namespace {
 const std::string lesson01 = BIN_DIR "/lesson01";
 
-std::string field(const std::string& json, const std::string& name) {
-    const auto at = json.find("\"" + name + "\":");
-    if (at == std::string::npos) return "";
-    auto begin = at + name.size() + 3;
-    if (json[begin] == '"') ++begin;
-    const auto end = json.find_first_of("\",}", begin);
-    return json.substr(begin, end - begin);
-}
 } // namespace
 
 TEST_CASE("ten concurrent one-second requests take ten seconds on one worker thread",
@@ -31,9 +23,9 @@ TEST_CASE("ten concurrent one-second requests take ten seconds on one worker thr
     for (const auto& result : results) {
         INFO("response: " << result.status << " after " << result.seconds << " s: " << result.body);
         REQUIRE(result.status == 200);
-        CHECK(field(result.body, "sleep_ms") == "1000");
-        CHECK(field(result.body, "fiber") == "false");
-        threads.insert(field(result.body, "thread"));
+        CHECK(json_field(result.body, "sleep_ms") == "1000");
+        CHECK(json_field(result.body, "fiber") == "false");
+        threads.insert(json_field(result.body, "thread"));
         slowest = std::max(slowest, result.seconds);
     }
     STEP("the slowest answer came after " << slowest << " s");

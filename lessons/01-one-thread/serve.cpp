@@ -2,7 +2,24 @@
 
 #include "process.hpp"
 
+#include <sys/socket.h>
 #include <thread>
+
+namespace {
+
+// The connection backlog: how many connections the kernel completes and queues for us before
+// accept(). cpp-httplib's listen() uses 5; ten clients connecting at once overflow it, the kernel
+// drops the extra SYNs and those clients retry only after a one-second TCP timeout, which adds a
+// second to a "one second" checkpoint. Calling listen() again on a listening socket raises it.
+constexpr int accept_backlog = 128;
+
+// The listening socket is a protected member of httplib::Server; a member pointer taken through a
+// derived class is the standard way to read it without changing the library.
+struct ListeningSocket : httplib::Server {
+    static int of(httplib::Server& server) { return server.*(&ListeningSocket::svr_sock_); }
+};
+
+} // namespace
 
 void serve_until_shutdown(httplib::Server& server, const std::string& program, int port) {
     const std::string host = "127.0.0.1";
@@ -22,6 +39,7 @@ void serve_until_shutdown(httplib::Server& server, const std::string& program, i
     if (bound < 0)
         fail(program, "cannot listen on " + host + ":" + std::to_string(port) + ": " +
                           explain_bind_failure(host, port));
+    ::listen(ListeningSocket::of(server), accept_backlog);
     announce_listening(host, bound);
 
     // listen_after_bind() runs the accept loop until stop(); the main thread waits for a signal.

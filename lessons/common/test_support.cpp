@@ -100,6 +100,15 @@ std::string test_log_dir() {
     return TEST_LOG_DIR;
 }
 
+std::string json_field(const std::string& json, const std::string& name) {
+    const auto at = json.find("\"" + name + "\":");
+    if (at == std::string::npos) return "";
+    auto begin = at + name.size() + 3;
+    if (begin < json.size() && json[begin] == '"') ++begin;
+    const auto end = json.find_first_of("\",}", begin);
+    return json.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }

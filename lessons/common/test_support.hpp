@@ -86,5 +86,9 @@ struct TimedGet {
 std::vector<TimedGet> concurrent_get(int port, const std::string& path, int count,
                                      std::chrono::seconds timeout = std::chrono::seconds(60));
 
+// The value of "name" in a flat JSON object, without quotes: json_field(R"({"a":"x","b":2})", "b")
+// is "2". Enough for the lesson servers' one-line answers; "" when the field is missing.
+std::string json_field(const std::string& json, const std::string& name);
+
 // Seconds since `start`, for the story of a test.
 double seconds_since(std::chrono::steady_clock::time_point start);

@@ -1,0 +1,58 @@
+#include "carrier.hpp"
+
+#include "fiber_stack.hpp"
+#include "process.hpp"
+
+#include <boost/fiber/all.hpp>
+#include <cstdio>
+#include <exception>
+
+Carrier::Carrier(std::string name, SchedulerSetup setup, std::size_t stack_size)
+    : name_(std::move(name)), stack_size_(stack_size),
+      thread_([this, setup = std::move(setup)] { run(setup); }) {}
+
+Carrier::~Carrier() { stop(); }
+
+void Carrier::spawn(std::function<void()> task) { inbox_.push(std::move(task)); }
+
+void Carrier::stop() {
+    inbox_.close();
+    if (thread_.joinable()) thread_.join();
+}
+
+void Carrier::run(const SchedulerSetup& setup) {
+    name_this_thread(name_);
+    if (setup) setup();
+
+    // Fibers still running. Only this thread touches it, but the wait below must park this
+    // (main) fiber, not block the thread, so the counter sits behind fiber primitives.
+    int live = 0;
+    boost::fibers::mutex mutex;
+    boost::fibers::condition_variable all_done;
+
+    std::function<void()> task;
+    while (inbox_.pop(task) == boost::fibers::channel_op_status::success) {
+        {
+            std::lock_guard<boost::fibers::mutex> lock(mutex);
+            ++live;
+        }
+        boost::fibers::fiber(std::allocator_arg, FiberStack(stack_size_),
+                             [&, task = std::move(task)] {
+                                 try {
+                                     task();
+                                 } catch (const std::exception& e) {
+                                     std::fprintf(stderr, "%s: a fiber failed: %s\n",
+                                                  name_.c_str(), e.what());
+                                 }
+                                 std::lock_guard<boost::fibers::mutex> lock(mutex);
+                                 if (--live == 0) all_done.notify_all();
+                             })
+            .detach();
+    }
+    std::unique_lock<boost::fibers::mutex> lock(mutex);
+    all_done.wait(lock, [&] { return live == 0; });
+}
+
+bool on_fiber() {
+    return boost::fibers::context::active()->is_context(boost::fibers::type::worker_context);
+}

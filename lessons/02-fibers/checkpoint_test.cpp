@@ -1,0 +1,99 @@
+// Lesson 02 checkpoint: fibers on one carrier sleep side by side, unless something pins it.
+#include "test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace {
+const std::string lesson02 = BIN_DIR "/lesson02";
+
+struct Outcome {
+    double slowest = 0;
+    std::set<std::string> threads;
+    std::set<std::string> fiber_flags;
+};
+
+Outcome ten_concurrent_benchmarks(int port) {
+    Outcome outcome;
+    for (const auto& result : concurrent_get(port, "/benchmark", 10)) {
+        INFO("response: " << result.status << " after " << result.seconds << " s: " << result.body);
+        REQUIRE(result.status == 200);
+        outcome.slowest = std::max(outcome.slowest, result.seconds);
+        outcome.threads.insert(json_field(result.body, "thread"));
+        outcome.fiber_flags.insert(json_field(result.body, "fiber"));
+    }
+    return outcome;
+}
+} // namespace
+
+TEST_CASE("ten concurrent one-second requests take one second on fibers of one carrier",
+          "[lesson02][checkpoint]") {
+    ServerProcess server(lesson02, {}, "lesson02-checkpoint");
+    STEP("lesson02 listening on port " << server.port() << ", log " << server.log_path());
+    const Outcome outcome = ten_concurrent_benchmarks(server.port());
+    STEP("10 concurrent GET /benchmark answered; the slowest after " << outcome.slowest << " s");
+    // The sleeps overlap, so the last answer comes after ~1 s. 2 s leaves room for a busy
+    // machine and still fails if even two of the ten sleeps ran one after the other.
+    CHECK(outcome.slowest < 2.0);
+    CHECK(outcome.threads.size() == 1);
+    CHECK(outcome.threads.begin()->rfind("carrier-0#", 0) == 0);
+    CHECK(outcome.fiber_flags == std::set<std::string>{"true"});
+}
+
+TEST_CASE("a blocking sleep inside a fiber pins the carrier: ten seconds again", "[lesson02]") {
+    ServerProcess server(lesson02, {"--bad-blocking-sleep"}, "lesson02-bad-blocking-sleep");
+    STEP("lesson02 --bad-blocking-sleep listening on port " << server.port());
+    const Outcome outcome = ten_concurrent_benchmarks(server.port());
+    STEP("10 concurrent GET /benchmark answered; the slowest after " << outcome.slowest << " s");
+    // Each std::this_thread::sleep_for holds the only carrier for a full second.
+    CHECK(outcome.slowest >= 9.0);
+    CHECK(outcome.fiber_flags == std::set<std::string>{"true"});
+}
+
+TEST_CASE("cpp-httplib's blocking keep-alive wait inside a fiber pins the carrier", "[lesson02]") {
+    ServerProcess server(lesson02, {"--keep-alive"}, "lesson02-keep-alive");
+    STEP("lesson02 --keep-alive listening on port " << server.port());
+    RawConnection first(server.port());
+    RawConnection second(server.port());
+    const auto start = std::chrono::steady_clock::now();
+    const std::string request = "GET /benchmark HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    REQUIRE(first.send(request));
+    REQUIRE(second.send(request));
+    STEP("two keep-alive connections each sent one request and then stay open, quiet");
+    const std::string answer1 = first.receive_response(std::chrono::seconds(30));
+    const double first_at = seconds_since(start);
+    const std::string answer2 = second.receive_response(std::chrono::seconds(30));
+    const double second_at = seconds_since(start);
+    STEP("first answer after " << first_at << " s, second after " << second_at << " s");
+    REQUIRE(status_of(answer1) == 200);
+    REQUIRE(status_of(answer2) == 200);
+    // Both sleeps end at ~1 s. The first fiber answers, then waits for its client's next request
+    // in cpp-httplib's poll loop (5 s keep-alive timeout) without yielding: the second fiber is
+    // ready but cannot run until that wait gives up.
+    CHECK(first_at < 2.0);
+    CHECK(second_at >= 5.5);
+}
+
+TEST_CASE("lesson02 refuses an unknown flag with one line and status 2", "[lesson02]") {
+    std::string output;
+    CHECK(run_program({lesson02, "--bogus"}, output) == 2);
+    CHECK(output == "lesson02: unknown flag '--bogus' (try --help)\n");
+}
+
+TEST_CASE("lesson02 survives a Range header built to exhaust a fiber's stack", "[lesson02]") {
+    ServerProcess server(lesson02, {}, "lesson02-range");
+    STEP("lesson02 listening on port " << server.port());
+    // cpp-httplib matches Range with std::regex, which recurses per character: ~4 MiB of stack
+    // for this header. Lesson 02's fibers have 8 MiB stacks, as OS threads do.
+    std::string range = "bytes=0-1";
+    while (range.size() < 8000) range += ",0-1";
+    RawConnection connection(server.port());
+    REQUIRE(connection.send("GET /hello HTTP/1.1\r\nHost: x\r\nRange: " + range + "\r\n\r\n"));
+    STEP("sent GET /hello with a " << range.size() << "-byte Range header");
+    const std::string answer = connection.receive_response(std::chrono::seconds(20));
+    STEP("answer: " << answer.substr(0, answer.find('\r')));
+    CHECK(status_of(answer) != 0);
+    CHECK(server.running());
+}
