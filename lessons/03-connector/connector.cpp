@@ -1,0 +1,230 @@
+#include "connector.hpp"
+
+#include "fiber_socket.hpp"
+#include "fiber_stream.hpp"
+#include "process.hpp"
+#include "reactor.hpp"
+
+#include <arpa/inet.h>
+#include <boost/fiber/operations.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+int listen_on(const std::string& host, int port, int backlog) {
+    const std::string where = "cannot listen on " + host + ":" + std::to_string(port) + ": ";
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    if (::inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1)
+        throw std::runtime_error(where + "'" + host + "' is not an IPv4 address");
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw std::runtime_error(where + std::strerror(errno));
+    // SO_REUSEADDR lets a restarted server bind at once; without SO_REUSEPORT a port that
+    // another server holds is refused, as it should be.
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(fd, backlog) != 0) {
+        const std::string reason = std::strerror(errno);
+        ::close(fd);
+        throw std::runtime_error(where + reason);
+    }
+    return fd;
+}
+
+int bound_port(int fd) {
+    sockaddr_in address{};
+    socklen_t length = sizeof address;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    return ntohs(address.sin_port);
+}
+
+// After a refusal the client may still be sending. Closing with unread bytes makes the kernel
+// send a reset, which can destroy our response before the client reads it. So: stop sending,
+// read and drop what arrives for a moment, then close.
+// noinline: its 4 KiB sink would otherwise join serve_connection's frame and make every
+// connection fiber touch one more page of stack (4 KiB more memory per connection).
+[[gnu::noinline]] void close_politely(FiberSocket& socket) {
+    ::shutdown(socket.fd(), SHUT_WR);
+    const Deadline until = deadline_after(std::chrono::milliseconds(500));
+    char sink[4096];
+    for (int reads = 0; reads < 64; ++reads)
+        if (socket.receive(sink, sizeof sink, until) <= 0) break;
+}
+
+} // namespace
+
+Connector::Connector(HttpApp& app, ConnectorOptions options, Executor executor)
+    : app_(app), options_(std::move(options)), executor_(std::move(executor)) {
+    if (!executor_) executor_ = [](const std::function<bool()>& serve) { return serve(); };
+    if (options_.carriers <= 0)
+        options_.carriers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // The response's "Keep-Alive: timeout=..., max=..." header tells clients our real limits.
+    app_.set_keep_alive_timeout(
+        std::chrono::duration_cast<std::chrono::seconds>(options_.keep_alive_timeout).count());
+    app_.set_keep_alive_max_count(static_cast<std::size_t>(options_.keep_alive_requests));
+}
+
+Connector::~Connector() {
+    if (!carriers_.empty() && !stopped_) stop();
+    if (listen_fd_ >= 0 && carriers_.empty()) ::close(listen_fd_);
+}
+
+void Connector::start() {
+    listen_fd_ = listen_on(options_.host, options_.port, options_.accept_count);
+    port_ = bound_port(listen_fd_);
+    sockets_by_carrier_.resize(static_cast<std::size_t>(options_.carriers));
+    for (int i = 0; i < options_.carriers; ++i)
+        carriers_.push_back(std::make_unique<Carrier>(
+            "carrier-" + std::to_string(i),
+            [] { boost::fibers::use_scheduling_algorithm<Reactor>(); }, options_.fiber_stack_size));
+    carriers_[0]->spawn([this, fd = listen_fd_] { accept_loop(fd); });
+}
+
+void Connector::accept_loop(int listen_fd) {
+    // The listening socket joins carrier 0's reactor; the Connector closes it after stop().
+    Watch listener;
+    listener.fd = listen_fd;
+    Reactor::current()->add(listener);
+    std::size_t next_carrier = 0;
+    bool told_about_descriptors = false;
+    while (!stopping_) {
+        {
+            std::unique_lock<boost::fibers::mutex> lock(slot_mutex_);
+            slot_freed_.wait(lock, [this] {
+                return open_.load() < options_.max_connections || stopping_.load();
+            });
+        }
+        if (stopping_) break;
+        const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                wait_ready(listener, Direction::read, no_deadline); // stop() wakes it
+            } else if (errno == EMFILE || errno == ENFILE) {
+                if (!told_about_descriptors)
+                    std::fprintf(stderr, "connector: out of file descriptors at %d open "
+                                         "connections; raise `ulimit -n` or lower "
+                                         "--max-connections\n", open_.load());
+                told_about_descriptors = true;
+                boost::this_fiber::sleep_for(std::chrono::milliseconds(100));
+            }
+            continue; // ECONNABORTED and friends: that client gave up; take the next one
+        }
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        open_.fetch_add(1);
+        const std::size_t carrier = next_carrier++ % carriers_.size();
+        carriers_[carrier]->spawn([this, fd, carrier] { serve_connection(fd, carrier); });
+    }
+    Reactor::current()->remove(listener);
+}
+
+void Connector::serve_connection(int fd, std::size_t carrier) {
+    auto& registry = sockets_by_carrier_[carrier];
+    {
+        FiberSocket socket(fd);
+        registry.insert(fd);
+        FiberStream stream(socket, options_.read_timeout, options_.write_timeout);
+        for (int served = 0; !stopping_;) {
+            // The keep-alive wait: a parked fiber, no thread.
+            if (stream.wait_for_request(deadline_after(options_.keep_alive_timeout)) !=
+                FiberStream::Arrival::request)
+                break;
+            const auto head =
+                stream.read_head(options_.limits.max_head_bytes, deadline_after(options_.read_timeout));
+            std::optional<Refusal> refusal;
+            if (head == FiberStream::Head::too_large) {
+                refusal = Refusal{431, "request head over " +
+                                           std::to_string(options_.limits.max_head_bytes) + " bytes"};
+            } else if (head == FiberStream::Head::timeout) {
+                refusal = Refusal{408, "the request did not arrive within the read timeout"};
+            } else if (head == FiberStream::Head::closed) {
+                break;
+            } else {
+                refusal = check_request_head(stream.head(), options_.limits);
+            }
+            if (refusal) {
+                const std::string response = refusal_response(*refusal);
+                stream.write(response.data(), response.size());
+                stream.flush();
+                close_politely(socket);
+                break;
+            }
+            const bool last = ++served >= options_.keep_alive_requests || stopping_;
+            bool client_asked_to_close = false;
+            const bool keep_going = executor_([&] {
+                const bool answered = app_.process(stream, last, client_asked_to_close);
+                return stream.flush() && answered;
+            });
+            if (!keep_going || last || client_asked_to_close) break;
+        }
+        registry.erase(fd); // before ~FiberSocket closes it: stop() must never touch a reused fd
+    }
+    connection_closed();
+}
+
+void Connector::connection_closed() {
+    const int left = open_.fetch_sub(1) - 1;
+    {
+        std::lock_guard<boost::fibers::mutex> lock(slot_mutex_);
+        slot_freed_.notify_one();
+    }
+    if (left == 0 && stopping_) {
+        std::lock_guard<std::mutex> lock(drained_mutex_);
+        drained_.notify_all();
+    }
+}
+
+bool Connector::stop() {
+    if (stopped_ || carriers_.empty()) return true;
+    stopped_ = true;
+    stopping_ = true;
+    // Wake the acceptor: its next accept() fails and it sees stopping_.
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    {
+        std::lock_guard<boost::fibers::mutex> lock(slot_mutex_);
+        slot_freed_.notify_all();
+    }
+    // Idle connections are parked in their keep-alive wait: shutting their read side makes that
+    // wait end at once. Busy ones finish their request first. Each carrier does its own.
+    for (std::size_t i = 0; i < carriers_.size(); ++i)
+        carriers_[i]->spawn([this, i] {
+            for (int fd : sockets_by_carrier_[i]) ::shutdown(fd, SHUT_RD);
+        });
+    {
+        std::unique_lock<std::mutex> lock(drained_mutex_);
+        if (!drained_.wait_for(lock, options_.stop_grace, [this] { return open_.load() == 0; }))
+            return false;
+    }
+    for (auto& carrier : carriers_) carrier->stop();
+    carriers_.clear();
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+    return true;
+}
+
+void run_until_shutdown(Connector& connector, const std::string& program) {
+    try {
+        connector.start();
+    } catch (const std::exception& e) {
+        fail(program, e.what());
+    }
+    announce_listening(connector.options().host, connector.port());
+    wait_for_shutdown_signal();
+    if (!connector.stop()) {
+        std::fprintf(stderr, "%s: %d connections still busy after %lld ms; exiting without them\n",
+                     program.c_str(), connector.open_connections(),
+                     static_cast<long long>(connector.options().stop_grace.count()));
+        std::fflush(nullptr);
+        std::_Exit(0);
+    }
+}

@@ -1,0 +1,112 @@
+// The connector: the part of a server that owns the sockets.
+//
+//   acceptor fiber (carrier 0) --accept--> connection fibers, spread round-robin over carriers
+//
+// One fiber per connection, for the connection's whole life: it waits for the next request
+// (the keep-alive wait), reads and checks the request head, hands the request to the executor,
+// and writes the response. Every one of those waits parks the fiber, never the carrier thread,
+// so an idle kept-alive connection costs a parked fiber (a few KiB) and no thread.
+//
+// Limits, and what happens at each:
+//  * max_connections: at the limit the acceptor stops calling accept(); new connections then
+//    wait in the kernel's accept queue (up to accept_count), and beyond that the kernel drops
+//    their SYNs and the clients retry. The server never holds more sockets than this.
+//  * keep_alive_timeout: an idle connection with no next request within it is closed.
+//  * read_timeout: a request head that does not arrive completely within it is answered
+//    408 and closed, so half-sent requests cannot hold connections forever.
+//  * write_timeout: a client that takes none of its response for this long is disconnected.
+//  * keep_alive_requests: after this many requests the response says "Connection: close".
+#pragma once
+
+#include "carrier.hpp"
+#include "http_app.hpp"
+#include "request_guard.hpp"
+
+#include <atomic>
+#include <boost/fiber/condition_variable.hpp>
+#include <boost/fiber/mutex.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+struct ConnectorOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;   // 0 picks a free port
+    int carriers = 0;  // 0: one per core
+    int max_connections = 8192;
+    int accept_count = 100;
+    int keep_alive_requests = 100;
+    std::chrono::milliseconds keep_alive_timeout{5000};
+    std::chrono::milliseconds read_timeout{5000};
+    std::chrono::milliseconds write_timeout{5000};
+    // Requests still running this long after stop() are abandoned (see stop()).
+    std::chrono::milliseconds stop_grace{5000};
+    // Each connection fiber's stack. The guard keeps requests small enough for it (see
+    // request_guard.hpp); untouched pages cost no memory, so this is address space, not RAM.
+    std::size_t fiber_stack_size = 256 * 1024;
+    GuardLimits limits;
+};
+
+class Connector {
+public:
+    // How a request whose head has arrived gets served. `serve` parses it, runs the handler and
+    // writes the response; it returns false when the connection must close. The default calls
+    // it right here, on the connection's fiber. Lesson 05's platform executor hands it to a
+    // pool of OS threads instead and parks the fiber until a thread has run it.
+    using Executor = std::function<bool(const std::function<bool()>& serve)>;
+
+    Connector(HttpApp& app, ConnectorOptions options, Executor executor = {});
+    ~Connector();
+    Connector(const Connector&) = delete;
+    Connector& operator=(const Connector&) = delete;
+
+    // Binds and listens, then starts the carriers and the acceptor. Throws std::runtime_error
+    // ("cannot listen on 127.0.0.1:8080: Address already in use") when it cannot listen.
+    void start();
+    int port() const { return port_; }
+    const ConnectorOptions& options() const { return options_; }
+
+    // Connections accepted and not yet closed.
+    int open_connections() const { return open_.load(std::memory_order_relaxed); }
+
+    // Stops accepting, closes idle connections, and lets requests in progress finish (their
+    // responses say "Connection: close"). Returns true when everything ended within stop_grace;
+    // false when requests are still running, in which case the carriers are left running and
+    // the caller should end the process without waiting for them.
+    bool stop();
+
+private:
+    void accept_loop(int listen_fd);
+    void serve_connection(int fd, std::size_t carrier);
+    void connection_closed();
+
+    HttpApp& app_;
+    ConnectorOptions options_;
+    Executor executor_;
+    int port_ = 0;
+    int listen_fd_ = -1;
+    std::vector<std::unique_ptr<Carrier>> carriers_;
+    std::atomic<bool> stopping_{false};
+    bool stopped_ = false;
+
+    std::atomic<int> open_{0};
+    // The acceptor parks here while max_connections are open; closing connections notify it.
+    boost::fibers::mutex slot_mutex_;
+    boost::fibers::condition_variable slot_freed_;
+    // Open sockets per carrier, touched only by that carrier's fibers: stop() sends each carrier
+    // a fiber that shuts its idle connections down.
+    std::vector<std::unordered_set<int>> sockets_by_carrier_;
+    // stop() waits here (on a plain thread) for the last connection to close.
+    std::mutex drained_mutex_;
+    std::condition_variable drained_;
+};
+
+// Starts the connector (or prints why it cannot and exits 1), prints "listening on ...", waits
+// for SIGINT or SIGTERM, stops the connector and returns. Requests still running after the
+// grace period are abandoned: the process exits 0 without waiting for them.
+void run_until_shutdown(Connector& connector, const std::string& program);

@@ -1,0 +1,50 @@
+// A non-blocking TCP socket whose waits are fiber-aware (see fiber_io.hpp).
+//
+// Owns the descriptor. Created on a carrier, it registers with that carrier's reactor for its
+// whole life, so waiting costs no syscall; used from another thread it falls back to poll().
+// Every call takes a deadline and reports a timeout as an error, so no caller can hang forever.
+#pragma once
+
+#include "fiber_io.hpp"
+
+#include <cstddef>
+#include <string>
+#include <sys/types.h>
+
+class FiberSocket {
+public:
+    // Takes ownership of a connected socket (made non-blocking here if it is not already).
+    explicit FiberSocket(int fd);
+    ~FiberSocket();
+    FiberSocket(const FiberSocket&) = delete;
+    FiberSocket& operator=(const FiberSocket&) = delete;
+
+    // Connects to host:port (an IPv4 address), or throws std::runtime_error saying why,
+    // "connect timed out" when `deadline` passed first.
+    static int connect_to(const std::string& host, int port, Deadline deadline);
+
+    // Receives up to `size` bytes: > 0 bytes read, 0 the peer closed, -1 an error (errno set;
+    // ETIMEDOUT when `deadline` passed first).
+    ssize_t receive(char* data, std::size_t size, Deadline deadline);
+
+    // Sends some of `size` bytes: > 0 bytes sent, -1 an error (errno set; ETIMEDOUT when
+    // `deadline` passed before the peer took any).
+    ssize_t send_some(const char* data, std::size_t size, Deadline deadline);
+
+    // Sends all `size` bytes before `deadline`, or returns false (errno set).
+    bool send_all(const char* data, std::size_t size, Deadline deadline);
+
+    // Waits for readable bytes without consuming them (false on timeout).
+    bool wait_readable(Deadline deadline) { return wait_ready(watch_, Direction::read, deadline); }
+
+    int fd() const { return watch_.fd; }
+
+    // Addresses, looked up once: cpp-httplib asks for both on every request.
+    void remote_address(std::string& ip, int& port);
+    void local_address(std::string& ip, int& port);
+
+private:
+    Watch watch_;
+    std::string remote_ip_, local_ip_;
+    int remote_port_ = -1, local_port_ = -1;
+};

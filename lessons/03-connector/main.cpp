@@ -1,0 +1,24 @@
+// Lesson 03: fiber-aware socket I/O. The connector accepts connections itself and serves each on
+// a fiber whose every wait (for the request, for the client to read the response, for the next
+// request on a kept-alive connection) parks the fiber instead of the carrier thread.
+#include "benchmark_routes.hpp"
+#include "carrier.hpp"
+#include "connector.hpp"
+#include "connector_flags.hpp"
+#include "fiber_sleep.hpp"
+#include "http_app.hpp"
+#include "process.hpp"
+
+int main(int argc, char** argv) {
+    block_shutdown_signals();
+    ConnectorOptions options;
+    Flags flags("lesson03", "Fibers on carrier threads own the sockets; cpp-httplib only parses "
+                            "and routes. GET /benchmark sleeps one second on its fiber.");
+    add_connector_flags(flags, options);
+    flags.parse(argc, argv);
+
+    HttpApp app; // routes as in lessons 01 and 02: cpp-httplib's router, our sockets
+    add_benchmark_routes(app, fiber_sleep, on_fiber);
+    Connector connector(app, options);
+    run_until_shutdown(connector, "lesson03");
+}

@@ -1,0 +1,162 @@
+// Unit tests of the reactor: fibers on one carrier thread waiting for sockets and timers.
+#include "carrier.hpp"
+#include "fiber_socket.hpp"
+#include "reactor.hpp"
+#include "test_support.hpp"
+
+#include <boost/fiber/all.hpp>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <future>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// A connected pair of stream sockets: [0] for the code under test, [1] for the test to poke.
+struct SocketPair {
+    int fds[2] = {-1, -1};
+    SocketPair() { REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0); }
+    ~SocketPair() {
+        if (fds[1] >= 0) ::close(fds[1]);
+        // fds[0] belongs to a FiberSocket, which closes it.
+    }
+};
+
+Carrier::SchedulerSetup reactor() {
+    return [] { boost::fibers::use_scheduling_algorithm<Reactor>(); };
+}
+
+// Runs `task` as a fiber on a fresh reactor carrier and waits (up to 10 s) for it to finish.
+template <typename Task>
+bool run_on_carrier(Carrier& carrier, Task task) {
+    auto done = std::make_shared<std::promise<void>>();
+    auto finished = done->get_future();
+    carrier.spawn([task, done]() mutable {
+        task();
+        done->set_value();
+    });
+    return finished.wait_for(10s) == std::future_status::ready;
+}
+
+} // namespace
+
+TEST_CASE("a fiber waiting for a socket leaves its carrier to the other fibers",
+          "[lesson03][reactor]") {
+    Carrier carrier("test-carrier", reactor());
+    SocketPair pair;
+    std::atomic<int> ticks{0};
+    std::atomic<int> ticks_when_data_arrived{-1};
+    std::string received;
+    auto reader = std::async(std::launch::async, [&] {
+        return run_on_carrier(carrier, [&] {
+            FiberSocket socket(pair.fds[0]);
+            char buffer[16] = {};
+            const ssize_t n = socket.receive(buffer, sizeof buffer, no_deadline);
+            ticks_when_data_arrived = ticks.load();
+            received.assign(buffer, n > 0 ? static_cast<std::size_t>(n) : 0);
+        });
+    });
+    REQUIRE(run_on_carrier(carrier, [&] {
+        for (int i = 0; i < 20; ++i) {
+            boost::this_fiber::sleep_for(1ms);
+            ++ticks;
+        }
+    }));
+    STEP("a ticker fiber on the same carrier ticked 20 times while the reader waited");
+    REQUIRE(::write(pair.fds[1], "ping", 4) == 4);
+    REQUIRE(reader.get());
+    CHECK(received == "ping");
+    CHECK(ticks_when_data_arrived == 20);
+}
+
+TEST_CASE("a timed socket wait gives up at its deadline", "[lesson03][reactor]") {
+    Carrier carrier("test-carrier", reactor());
+    SocketPair pair;
+    double waited = 0;
+    int error = 0;
+    REQUIRE(run_on_carrier(carrier, [&] {
+        FiberSocket socket(pair.fds[0]);
+        char byte;
+        const auto start = std::chrono::steady_clock::now();
+        if (socket.receive(&byte, 1, deadline_after(100ms)) < 0) error = errno;
+        waited = seconds_since(start);
+    }));
+    STEP("receive() on a silent socket with a 100 ms deadline returned after " << waited << " s");
+    CHECK(error == ETIMEDOUT);
+    CHECK(waited >= 0.099);
+    CHECK(waited < 5.0);
+}
+
+TEST_CASE("a fiber parked on a fiber condition variable wakes when a plain thread notifies",
+          "[lesson03][reactor]") {
+    Carrier carrier("test-carrier", reactor());
+    boost::fibers::mutex mutex;
+    boost::fibers::condition_variable changed;
+    bool flag = false;
+    auto waiter = std::async(std::launch::async, [&] {
+        return run_on_carrier(carrier, [&] {
+            std::unique_lock<boost::fibers::mutex> lock(mutex);
+            changed.wait(lock, [&] { return flag; });
+        });
+    });
+    std::this_thread::sleep_for(50ms);
+    {
+        std::lock_guard<boost::fibers::mutex> lock(mutex); // this test thread is no carrier
+        flag = true;
+    }
+    changed.notify_all();
+    STEP("the test thread set the flag and notified");
+    CHECK(waiter.get());
+}
+
+TEST_CASE("fibers that keep yielding do not starve a fiber waiting for a socket",
+          "[lesson03][reactor]") {
+    // With a fiber always ready, the carrier never idles, so epoll_wait in suspend_until never
+    // runs. The reactor looks at the sockets once per pass over the ready fibers instead.
+    Carrier carrier("test-carrier", reactor());
+    SocketPair pair;
+    std::atomic<bool> data_seen{false};
+    std::atomic<bool> seen_while_spinning{false};
+    auto reader = std::async(std::launch::async, [&] {
+        return run_on_carrier(carrier, [&] {
+            FiberSocket socket(pair.fds[0]);
+            char byte;
+            if (socket.receive(&byte, 1, no_deadline) == 1) data_seen = true;
+        });
+    });
+    auto spinner = std::async(std::launch::async, [&] {
+        return run_on_carrier(carrier, [&] {
+            const auto give_up = std::chrono::steady_clock::now() + 5s;
+            while (!data_seen && std::chrono::steady_clock::now() < give_up) boost::this_fiber::yield();
+            seen_while_spinning = data_seen.load();
+        });
+    });
+    std::this_thread::sleep_for(50ms);
+    REQUIRE(::write(pair.fds[1], "x", 1) == 1);
+    STEP("a byte was written while another fiber yielded in a loop");
+    REQUIRE(spinner.get());
+    CHECK(seen_while_spinning); // false if the reader only ran after the spinner gave up
+    CHECK(reader.get());
+}
+
+TEST_CASE("on a thread that is no carrier, socket waits block that thread", "[lesson03][reactor]") {
+    REQUIRE(Reactor::current() == nullptr);
+    SocketPair pair;
+    FiberSocket socket(pair.fds[0]);
+    char buffer[8];
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(socket.receive(buffer, sizeof buffer, deadline_after(100ms)) == -1);
+    CHECK(errno == ETIMEDOUT);
+    CHECK(seconds_since(start) >= 0.099);
+    std::thread writer([&] {
+        std::this_thread::sleep_for(50ms);
+        [[maybe_unused]] auto n = ::write(pair.fds[1], "late", 4);
+    });
+    CHECK(socket.receive(buffer, sizeof buffer, deadline_after(5s)) == 4);
+    writer.join();
+}

@@ -1,0 +1,36 @@
+// Requests the connector refuses before cpp-httplib sees them.
+//
+// cpp-httplib 0.11.4 matches the Range header (and multipart bodies) with std::regex, whose
+// matcher recurses once per character: a 300-byte Range header overflows a 128 KiB stack, an
+// 8,000-byte one needs about 4 MiB. An OS thread has 8 MiB; our fibers have small stacks so that
+// ten thousand of them fit in memory. So the connector reads the request head itself, checks it
+// against these limits, and answers what it refuses with a 4xx status and "Connection: close".
+// The limits are far above what any real client sends to this server, and the stack test in
+// connector_test.cpp proves the largest request they admit fits a connection fiber's stack.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+struct GuardLimits {
+    // Request line plus headers. Beyond it: 431 Request Header Fields Too Large.
+    std::size_t max_head_bytes = 16 * 1024;
+    // The request target (path and query). Beyond it: 414 URI Too Long.
+    std::size_t max_target_bytes = 4096;
+    // The Range header's value. Beyond it: 416 Range Not Satisfiable. A real client asks for a
+    // range or two ("bytes=0-1023"); 64 bytes hold several.
+    std::size_t max_range_bytes = 64;
+};
+
+struct Refusal {
+    int status;
+    std::string reason; // one line, sent as the response body
+};
+
+// Checks a complete request head ("GET / HTTP/1.1\r\n...\r\n\r\n"). Request bodies are refused
+// (413): no endpoint in this tutorial takes one, and a multipart body would reach std::regex.
+std::optional<Refusal> check_request_head(const std::string& head, const GuardLimits& limits);
+
+// The whole response for a refusal, with "Connection: close".
+std::string refusal_response(const Refusal& refusal);
