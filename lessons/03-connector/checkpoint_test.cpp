@@ -1,0 +1,85 @@
+// Lesson 03 checkpoint: with fiber-aware sockets, kept-alive connections no longer pin anything.
+#include "test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <thread>
+
+namespace {
+const std::string lesson03 = BIN_DIR "/lesson03";
+const std::string crowd = BIN_DIR "/crowd";
+} // namespace
+
+TEST_CASE("ten concurrent one-second requests on kept-alive connections take one second",
+          "[lesson03][checkpoint]") {
+    ServerProcess server(lesson03, {}, "lesson03-checkpoint");
+    STEP("lesson03 listening on port " << server.port() << ", log " << server.log_path());
+    std::vector<std::unique_ptr<RawConnection>> clients;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 10; ++i) {
+        clients.push_back(std::make_unique<RawConnection>(server.port()));
+        // HTTP/1.1 without "Connection: close": the connections stay open after the answer.
+        REQUIRE(clients.back()->send("GET /benchmark HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    }
+    STEP("10 keep-alive connections sent GET /benchmark");
+    std::set<std::string> fiber_flags;
+    for (auto& client : clients) {
+        const std::string response = client->receive_response(std::chrono::seconds(30));
+        INFO("response: " << response);
+        REQUIRE(status_of(response) == 200);
+        CHECK(response.find("Keep-Alive: timeout=5") != std::string::npos);
+        fiber_flags.insert(json_field(response.substr(response.find("\r\n\r\n")), "fiber"));
+    }
+    const double elapsed = seconds_since(start);
+    STEP("all 10 answered after " << elapsed << " s");
+    CHECK(elapsed < 2.0); // overlapping sleeps: ~1 s; two in a row would already take 2 s
+    CHECK(fiber_flags == std::set<std::string>{"true"});
+    STEP("a second round on the same kept-alive connections");
+    for (auto& client : clients) REQUIRE(client->send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+    for (auto& client : clients) CHECK(status_of(client->receive_response(std::chrono::seconds(10))) == 200);
+}
+
+TEST_CASE("two thousand concurrent one-second requests all succeed", "[lesson03][checkpoint]") {
+    // The 10,000-connection version with timing and memory is the lesson's checkpoint script;
+    // here the point is correctness under a crowd, with a bound no busy machine can break.
+    ServerProcess server(lesson03, {}, "lesson03-crowd");
+    STEP("lesson03 listening on port " << server.port());
+    std::string output;
+    const int status = run_program(
+        {crowd, "--url", "http://127.0.0.1:" + std::to_string(server.port()) + "/benchmark",
+         "--connections", "2000"},
+        output, std::chrono::seconds(120));
+    STEP("crowd said:\n" << output);
+    CHECK(status == 0);
+    CHECK(output.find("answers: 200: 2000") != std::string::npos);
+}
+
+TEST_CASE("lesson03 refuses bad flags with one line and status 2", "[lesson03]") {
+    std::string output;
+    CHECK(run_program({lesson03, "--max-connections", "many"}, output) == 2);
+    CHECK(output == "lesson03: --max-connections: 'many' is not a number (try --help)\n");
+    CHECK(run_program({lesson03, "--keep-alive-timeout", "soon"}, output) == 2);
+    CHECK(output.find("'soon' is not a duration") != std::string::npos);
+}
+
+TEST_CASE("lesson03 on a port that is taken says so and exits 1", "[lesson03]") {
+    ServerProcess holder(lesson03, {}, "lesson03-port-holder");
+    std::string output;
+    CHECK(run_program({lesson03, "--port", std::to_string(holder.port())}, output) == 1);
+    CHECK(output == "lesson03: cannot listen on 127.0.0.1:" + std::to_string(holder.port()) +
+                        ": Address already in use\n");
+}
+
+TEST_CASE("lesson03 exits 0 on SIGTERM, even with requests in flight", "[lesson03]") {
+    ServerProcess server(lesson03, {}, "lesson03-sigterm");
+    RawConnection busy(server.port());
+    REQUIRE(busy.send("GET /benchmark HTTP/1.1\r\nHost: x\r\n\r\n"));
+    RawConnection idle(server.port());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    STEP("one request sleeping, one idle connection; sending SIGTERM");
+    CHECK(server.stop() == 0);
+    CHECK(status_of(busy.receive_response(std::chrono::seconds(5))) == 200);
+}

@@ -10,3 +10,42 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # need_build: install what is missing and build everything (quietly when nothing changed).
 need_build() { "$ROOT/lessons/tools/setup" >&2 || die "setup failed (see the messages above)"; }
+
+# start_server NAME PROGRAM ARGS...
+# Starts a lesson server in the background with its output in $LOGS/NAME.log, waits until it prints
+# "listening on http://HOST:PORT", and sets SERVER_PID and SERVER_URL. If it exits first (a taken
+# port, a bad flag), prints its last words and fails. Every server started this way is stopped when
+# the script ends, however it ends (finished, failed, or Ctrl+C).
+LOGS=${LOGS:-$BUILD/logs}
+SERVER_PIDS=()
+start_server() {
+    local name=$1
+    shift
+    mkdir -p "$LOGS"
+    local log=$LOGS/$name.log
+    "$@" >"$log" 2>&1 &
+    SERVER_PID=$!
+    SERVER_PIDS+=("$SERVER_PID")
+    local waited=0
+    until SERVER_URL=$(grep -o -m1 'http://[0-9.]*:[0-9]*' "$log" 2>/dev/null); do
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            cat "$log" >&2
+            die "$name did not start (log: $log)"
+        fi
+        ((waited++ < 200)) || die "$name did not say 'listening on' within 20 s (log: $log)"
+        sleep 0.1
+    done
+}
+
+stop_servers() {
+    local pid
+    for pid in "${SERVER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${SERVER_PIDS[@]}"; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    SERVER_PIDS=()
+}
+trap stop_servers EXIT
+trap 'exit 130' INT TERM
