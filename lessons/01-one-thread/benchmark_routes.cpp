@@ -7,21 +7,23 @@
 
 namespace {
 
-void sleep_thread(std::chrono::milliseconds duration) { std::this_thread::sleep_for(duration); }
+void sleep_thread(std::chrono::milliseconds duration) {
+    std::this_thread::sleep_for(duration);
+}
 
 } // namespace
 
 const BenchmarkWait thread_sleep{"std::this_thread::sleep_for", sleep_thread};
 
-void add_benchmark_routes(httplib::Server& server, const BenchmarkWait& wait,
-                          bool (*on_fiber)(), std::chrono::milliseconds duration) {
-    server.Get("/benchmark", [&wait, on_fiber, duration](const httplib::Request&, httplib::Response& res) {
+void add_benchmark_routes(httplib::Server& server, const BenchmarkWait& wait, bool (*on_fiber)(),
+                          std::chrono::milliseconds duration) {
+    server.Get("/benchmark", [&wait, on_fiber, duration](const httplib::Request&,
+                                                         httplib::Response& res) {
         wait.sleep(duration);
         // Every value here is plain ASCII without quotes, so no JSON escaping is needed.
-        res.set_content(std::string("{\"message\":\"slept with ") + wait.name +
-                            "\",\"sleep_ms\":" + std::to_string(duration.count()) +
-                            ",\"thread\":\"" + thread_label() + "\",\"fiber\":" +
-                            (on_fiber && on_fiber() ? "true" : "false") + "}\n",
+        res.set_content(std::string("{\"message\":\"slept with ") + wait.name + "\",\"sleep_ms\":" +
+                            std::to_string(duration.count()) + ",\"thread\":\"" + thread_label() +
+                            "\",\"fiber\":" + (on_fiber && on_fiber() ? "true" : "false") + "}\n",
                         "application/json");
     });
     server.Get("/hello", [](const httplib::Request&, httplib::Response& res) {

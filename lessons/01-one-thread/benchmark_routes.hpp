@@ -12,7 +12,7 @@
 #include <httplib.h>
 
 struct BenchmarkWait {
-    const char* name;                         // shown in the response, e.g. "std::this_thread::sleep_for"
+    const char* name; // shown in the response, e.g. "std::this_thread::sleep_for"
     void (*sleep)(std::chrono::milliseconds); // how the handler waits
 };
 

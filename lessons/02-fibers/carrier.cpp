@@ -9,11 +9,16 @@
 
 Carrier::Carrier(std::string name, SchedulerSetup setup, std::size_t stack_size)
     : name_(std::move(name)), stack_size_(stack_size),
-      thread_([this, setup = std::move(setup)] { run(setup); }) {}
+      thread_([this, setup = std::move(setup)] { run(setup); }) {
+}
 
-Carrier::~Carrier() { stop(); }
+Carrier::~Carrier() {
+    stop();
+}
 
-void Carrier::spawn(std::function<void()> task) { inbox_.push(std::move(task)); }
+void Carrier::spawn(std::function<void()> task) {
+    inbox_.push(std::move(task));
+}
 
 void Carrier::stop() {
     inbox_.close();
@@ -41,8 +46,8 @@ void Carrier::run(const SchedulerSetup& setup) {
                                  try {
                                      task();
                                  } catch (const std::exception& e) {
-                                     std::fprintf(stderr, "%s: a fiber failed: %s\n",
-                                                  name_.c_str(), e.what());
+                                     std::fprintf(stderr, "%s: a fiber failed: %s\n", name_.c_str(),
+                                                  e.what());
                                  }
                                  std::lock_guard<boost::fibers::mutex> lock(mutex);
                                  if (--live == 0) all_done.notify_all();

@@ -88,7 +88,8 @@ TEST_CASE("lesson02 survives a Range header built to exhaust a fiber's stack", "
     // cpp-httplib matches Range with std::regex, which recurses per character: ~4 MiB of stack
     // for this header. Lesson 02's fibers have 8 MiB stacks, as OS threads do.
     std::string range = "bytes=0-1";
-    while (range.size() < 8000) range += ",0-1";
+    while (range.size() < 8000)
+        range += ",0-1";
     RawConnection connection(server.port());
     REQUIRE(connection.send("GET /hello HTTP/1.1\r\nHost: x\r\nRange: " + range + "\r\n\r\n"));
     STEP("sent GET /hello with a " << range.size() << "-byte Range header");

@@ -38,8 +38,10 @@ TEST_CASE("ten concurrent one-second requests on kept-alive connections take one
     CHECK(elapsed < 2.0); // overlapping sleeps: ~1 s; two in a row would already take 2 s
     CHECK(fiber_flags == std::set<std::string>{"true"});
     STEP("a second round on the same kept-alive connections");
-    for (auto& client : clients) REQUIRE(client->send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
-    for (auto& client : clients) CHECK(status_of(client->receive_response(std::chrono::seconds(10))) == 200);
+    for (auto& client : clients)
+        REQUIRE(client->send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+    for (auto& client : clients)
+        CHECK(status_of(client->receive_response(std::chrono::seconds(10))) == 200);
 }
 
 TEST_CASE("two thousand concurrent one-second requests all succeed", "[lesson03][checkpoint]") {

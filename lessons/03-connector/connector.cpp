@@ -111,9 +111,11 @@ void Connector::accept_loop(int listen_fd) {
                 wait_ready(listener, Direction::read, no_deadline); // stop() wakes it
             } else if (errno == EMFILE || errno == ENFILE) {
                 if (!told_about_descriptors)
-                    std::fprintf(stderr, "connector: out of file descriptors at %d open "
-                                         "connections; raise `ulimit -n` or lower "
-                                         "--max-connections\n", open_.load());
+                    std::fprintf(stderr,
+                                 "connector: out of file descriptors at %d open "
+                                 "connections; raise `ulimit -n` or lower "
+                                 "--max-connections\n",
+                                 open_.load());
                 told_about_descriptors = true;
                 boost::this_fiber::sleep_for(std::chrono::milliseconds(100));
             }
@@ -128,10 +130,32 @@ void Connector::accept_loop(int listen_fd) {
     Reactor::current()->remove(listener);
 }
 
+// Reads the next request's head and checks it against the guard's limits. Returns false when the
+// client went away mid-request; otherwise `refusal` says whether to answer it ourselves.
+bool Connector::read_checked_head(FiberStream& stream, std::optional<Refusal>& refusal) const {
+    const GuardLimits& limits = options_.limits;
+    switch (stream.read_head(limits.max_head_bytes, deadline_after(options_.read_timeout))) {
+    case FiberStream::Head::closed:
+        return false;
+    case FiberStream::Head::too_large:
+        refusal =
+            Refusal{431, "request head over " + std::to_string(limits.max_head_bytes) + " bytes"};
+        return true;
+    case FiberStream::Head::timeout:
+        refusal = Refusal{408, "the request did not arrive within the read timeout"};
+        return true;
+    case FiberStream::Head::complete:
+        refusal = check_request_head(stream.head(), limits);
+        return true;
+    }
+    return false;
+}
+
 void Connector::serve_connection(int fd, std::size_t carrier) {
-    auto& registry = sockets_by_carrier_[carrier];
     {
         FiberSocket socket(fd);
+        // This carrier's registry of open sockets, for stop(); only this carrier's fibers touch it.
+        auto& registry = sockets_by_carrier_[carrier];
         registry.insert(fd);
         FiberStream stream(socket, options_.read_timeout, options_.write_timeout);
         for (int served = 0; !stopping_;) {
@@ -139,19 +163,8 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
             if (stream.wait_for_request(deadline_after(options_.keep_alive_timeout)) !=
                 FiberStream::Arrival::request)
                 break;
-            const auto head =
-                stream.read_head(options_.limits.max_head_bytes, deadline_after(options_.read_timeout));
             std::optional<Refusal> refusal;
-            if (head == FiberStream::Head::too_large) {
-                refusal = Refusal{431, "request head over " +
-                                           std::to_string(options_.limits.max_head_bytes) + " bytes"};
-            } else if (head == FiberStream::Head::timeout) {
-                refusal = Refusal{408, "the request did not arrive within the read timeout"};
-            } else if (head == FiberStream::Head::closed) {
-                break;
-            } else {
-                refusal = check_request_head(stream.head(), options_.limits);
-            }
+            if (!read_checked_head(stream, refusal)) break;
             if (refusal) {
                 const std::string response = refusal_response(*refusal);
                 stream.write(response.data(), response.size());
@@ -161,6 +174,7 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
             }
             const bool last = ++served >= options_.keep_alive_requests || stopping_;
             bool client_asked_to_close = false;
+            // Parse, route, handle, respond: where that runs is the executor's choice.
             const bool keep_going = executor_([&] {
                 const bool answered = app_.process(stream, last, client_asked_to_close);
                 return stream.flush() && answered;
@@ -198,14 +212,16 @@ bool Connector::stop() {
     // wait end at once. Busy ones finish their request first. Each carrier does its own.
     for (std::size_t i = 0; i < carriers_.size(); ++i)
         carriers_[i]->spawn([this, i] {
-            for (int fd : sockets_by_carrier_[i]) ::shutdown(fd, SHUT_RD);
+            for (int fd : sockets_by_carrier_[i])
+                ::shutdown(fd, SHUT_RD);
         });
     {
         std::unique_lock<std::mutex> lock(drained_mutex_);
         if (!drained_.wait_for(lock, options_.stop_grace, [this] { return open_.load() == 0; }))
             return false;
     }
-    for (auto& carrier : carriers_) carrier->stop();
+    for (auto& carrier : carriers_)
+        carrier->stop();
     carriers_.clear();
     ::close(listen_fd_);
     listen_fd_ = -1;

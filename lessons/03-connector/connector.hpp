@@ -30,14 +30,17 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+class FiberStream;
+
 struct ConnectorOptions {
     std::string host = "127.0.0.1";
-    int port = 8080;   // 0 picks a free port
-    int carriers = 0;  // 0: one per core
+    int port = 8080;  // 0 picks a free port
+    int carriers = 0; // 0: one per core
     int max_connections = 8192;
     int accept_count = 100;
     int keep_alive_requests = 100;
@@ -83,6 +86,7 @@ public:
 private:
     void accept_loop(int listen_fd);
     void serve_connection(int fd, std::size_t carrier);
+    bool read_checked_head(FiberStream& stream, std::optional<Refusal>& refusal) const;
     void connection_closed();
 
     HttpApp& app_;

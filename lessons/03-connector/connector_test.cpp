@@ -26,11 +26,13 @@ struct TestServer {
             res.set_content("hello\n", "text/plain");
         });
         app.Get("/sleep", [](const httplib::Request& req, httplib::Response& res) {
-            boost::this_fiber::sleep_for(std::chrono::milliseconds(std::stoi(req.get_param_value("ms"))));
+            boost::this_fiber::sleep_for(
+                std::chrono::milliseconds(std::stoi(req.get_param_value("ms"))));
             res.set_content("slept\n", "text/plain");
         });
         app.Get("/big", [](const httplib::Request& req, httplib::Response& res) {
-            res.set_content(std::string(std::stoul(req.get_param_value("bytes")), 'x'), "text/plain");
+            res.set_content(std::string(std::stoul(req.get_param_value("bytes")), 'x'),
+                            "text/plain");
         });
         app.Get("/where", [](const httplib::Request&, httplib::Response& res) {
             res.set_content(on_fiber() ? "fiber\n" : "thread\n", "text/plain");
@@ -120,7 +122,7 @@ TEST_CASE("a half-sent request is answered 408 and closed after the read timeout
     REQUIRE(client.send("GET /hello HTTP/1.1\r\nHost: te"));
     STEP("sent half a request, then nothing");
     const std::string response = client.receive_response(5s);
-    CHECK(status_of(response) == 408);
+    CHECK(response.rfind("HTTP/1.1 408 Request Timeout\r\n", 0) == 0);
     CHECK(client.closed_by_peer(5s));
     CHECK(eventually([&] { return server.connector->open_connections() == 0; }));
 }
@@ -168,11 +170,14 @@ TEST_CASE("malformed and oversized requests get a 4xx status, not a crash",
         {"garbage request line", "HELLO\r\n\r\n", 400},
         {"unknown method", "BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n", 400},
         {"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400},
-        {"head over the limit", "GET / HTTP/1.1\r\nX: " + std::string(limits.max_head_bytes, 'a') + "\r\n\r\n", 431},
+        {"head over the limit",
+         "GET / HTTP/1.1\r\nX: " + std::string(limits.max_head_bytes, 'a') + "\r\n\r\n", 431},
         {"target over the limit", get("/" + std::string(limits.max_target_bytes + 1, 'a')), 414},
-        {"Range over the limit", "GET /hello HTTP/1.1\r\nRange: bytes=" + std::string(8000, '1') + "-\r\n\r\n", 416},
+        {"Range over the limit",
+         "GET /hello HTTP/1.1\r\nRange: bytes=" + std::string(8000, '1') + "-\r\n\r\n", 416},
         {"a request body", "GET /hello HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", 413},
-        {"a chunked body", "GET /hello HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 413},
+        {"a chunked body", "GET /hello HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+         413},
     };
     for (const auto& c : cases) {
         RawConnection client(server.port());
@@ -195,10 +200,12 @@ TEST_CASE("the largest request the guard admits fits a quarter of a fiber's stac
     TestServer server(options);
     const GuardLimits limits;
     std::string range = "bytes=0-1";
-    while (range.size() + 4 <= limits.max_range_bytes) range += ",0-1";
+    while (range.size() + 4 <= limits.max_range_bytes)
+        range += ",0-1";
     const std::string target = "/hello?" + std::string(limits.max_target_bytes - 7, 'q');
     std::string request = "GET " + target + " HTTP/1.1\r\nRange: " + range + "\r\n";
-    while (request.size() + 40 < limits.max_head_bytes) request += "X-Filler: " + std::string(20, 'f') + "\r\n";
+    while (request.size() + 40 < limits.max_head_bytes)
+        request += "X-Filler: " + std::string(20, 'f') + "\r\n";
     request += "\r\n";
     STEP("a " << request.size() << "-byte head with a " << target.size() << "-byte target and a "
               << range.size() << "-byte Range");

@@ -27,7 +27,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
 
 // The server's resident memory in KiB (VmRSS), or -1.
 long resident_kib(int pid) {
@@ -107,8 +109,8 @@ int main(int argc, char** argv) {
                 Outcome& outcome = outcomes[static_cast<std::size_t>(i)];
                 std::unique_ptr<HttpClientConnection> connection;
                 try {
-                    connection = std::make_unique<HttpClientConnection>(host, port,
-                                                                        deadline_after(timeout));
+                    connection =
+                        std::make_unique<HttpClientConnection>(host, port, deadline_after(timeout));
                 } catch (const std::exception& e) {
                     outcome.error = e.what();
                 }
@@ -149,7 +151,8 @@ int main(int argc, char** argv) {
     }
     std::sort(answered.begin(), answered.end());
     std::string mix;
-    for (const auto& [what, count] : counts) mix += (mix.empty() ? "" : ", ") + what + ": " + std::to_string(count);
+    for (const auto& [what, count] : counts)
+        mix += (mix.empty() ? "" : ", ") + what + ": " + std::to_string(count);
     std::printf("crowd: %d x GET %s sent at once; answers: %s\n", connections, path.c_str(),
                 mix.c_str());
     if (!answered.empty())

@@ -15,7 +15,8 @@ constexpr std::size_t gather_limit = 64 * 1024;
 
 FiberStream::FiberStream(FiberSocket& socket, std::chrono::milliseconds read_timeout,
                          std::chrono::milliseconds write_timeout)
-    : socket_(socket), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
+    : socket_(socket), read_timeout_(read_timeout), write_timeout_(write_timeout) {
+}
 
 bool FiberStream::is_readable() const {
     return begin_ < end_ || socket_.wait_readable(deadline_after(read_timeout_));
@@ -66,8 +67,8 @@ bool FiberStream::flush() {
     // The write timeout bounds each wait for the client to take more bytes, not the whole
     // response: a slow reader of a large response is fine as long as it keeps reading.
     for (std::size_t sent = 0; sent < out_.size() && !failed_;) {
-        const ssize_t n =
-            socket_.send_some(out_.data() + sent, out_.size() - sent, deadline_after(write_timeout_));
+        const ssize_t n = socket_.send_some(out_.data() + sent, out_.size() - sent,
+                                            deadline_after(write_timeout_));
         failed_ = n < 0;
         if (n > 0) sent += static_cast<std::size_t>(n);
     }
@@ -105,7 +106,8 @@ FiberStream::Head FiberStream::read_head(std::size_t max_bytes, Deadline deadlin
         const std::size_t available = end_ - begin_;
         // Search the new bytes, and three before them in case "\r\n\r\n" arrived split.
         const std::size_t from = searched >= 3 ? searched - 3 : 0;
-        const char* found = std::search(start + from, start + available, blank_line, blank_line + 4);
+        const char* found =
+            std::search(start + from, start + available, blank_line, blank_line + 4);
         if (found != start + available) {
             head_length_ = static_cast<std::size_t>(found + 4 - start);
             return head_length_ > max_bytes ? Head::too_large : Head::complete;

@@ -57,9 +57,9 @@ private:
     FiberSocket& socket_;
     std::chrono::milliseconds read_timeout_;
     std::chrono::milliseconds write_timeout_;
-    std::vector<char> in_;     // received bytes live in [begin_, end_)
+    std::vector<char> in_; // received bytes live in [begin_, end_)
     std::size_t begin_ = 0, end_ = 0;
     std::size_t head_length_ = 0;
-    std::string out_;          // gathered by write(), sent by flush()
+    std::string out_; // gathered by write(), sent by flush()
     bool failed_ = false;
 };

@@ -41,7 +41,7 @@ Reactor::Reactor() {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) die("eventfd");
     epoll_event event{};
-    event.events = EPOLLIN; // level-triggered: it stays readable until we drain it
+    event.events = EPOLLIN;   // level-triggered: it stays readable until we drain it
     event.data.ptr = nullptr; // nullptr marks the eventfd among the sockets
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event) != 0) die("epoll_ctl(eventfd)");
     this_thread_reactor = this;
@@ -53,7 +53,9 @@ Reactor::~Reactor() {
     ::close(epoll_fd_);
 }
 
-Reactor* Reactor::current() { return this_thread_reactor; }
+Reactor* Reactor::current() {
+    return this_thread_reactor;
+}
 
 void Reactor::add(Watch& watch) {
     watch.reactor = this;
@@ -134,12 +136,15 @@ void Reactor::poll(int timeout_ms) noexcept {
             continue;
         }
         // Hang-ups and errors wake both directions: the syscall the fiber retries reports them.
-        if (what & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) wake(watch->reader, watch->readable);
+        if (what & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            wake(watch->reader, watch->readable);
         if (what & (EPOLLOUT | EPOLLHUP | EPOLLERR)) wake(watch->writer, watch->writable);
     }
 }
 
-void Reactor::awakened(boost::fibers::context* ctx) noexcept { ctx->ready_link(ready_); }
+void Reactor::awakened(boost::fibers::context* ctx) noexcept {
+    ctx->ready_link(ready_);
+}
 
 boost::fibers::context* Reactor::pick_next() noexcept {
     // The scheduler's dispatcher calls this between fibers. As long as some fiber is ready it
@@ -156,7 +161,9 @@ boost::fibers::context* Reactor::pick_next() noexcept {
     return next;
 }
 
-bool Reactor::has_ready_fibers() const noexcept { return !ready_.empty(); }
+bool Reactor::has_ready_fibers() const noexcept {
+    return !ready_.empty();
+}
 
 void Reactor::suspend_until(std::chrono::steady_clock::time_point const& until) noexcept {
     int timeout_ms = -1;

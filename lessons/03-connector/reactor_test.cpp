@@ -32,8 +32,7 @@ Carrier::SchedulerSetup reactor() {
 }
 
 // Runs `task` as a fiber on a fresh reactor carrier and waits (up to 10 s) for it to finish.
-template <typename Task>
-bool run_on_carrier(Carrier& carrier, Task task) {
+template <typename Task> bool run_on_carrier(Carrier& carrier, Task task) {
     auto done = std::make_shared<std::promise<void>>();
     auto finished = done->get_future();
     carrier.spawn([task, done]() mutable {
@@ -132,7 +131,8 @@ TEST_CASE("fibers that keep yielding do not starve a fiber waiting for a socket"
     auto spinner = std::async(std::launch::async, [&] {
         return run_on_carrier(carrier, [&] {
             const auto give_up = std::chrono::steady_clock::now() + 5s;
-            while (!data_seen && std::chrono::steady_clock::now() < give_up) boost::this_fiber::yield();
+            while (!data_seen && std::chrono::steady_clock::now() < give_up)
+                boost::this_fiber::yield();
             seen_while_spinning = data_seen.load();
         });
     });

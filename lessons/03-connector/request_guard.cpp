@@ -12,18 +12,27 @@ bool header_is(const std::string& line, std::size_t colon, const char* name) {
 std::string trimmed_value(const std::string& line, std::size_t colon) {
     std::size_t begin = colon + 1;
     std::size_t end = line.size();
-    while (begin < end && (line[begin] == ' ' || line[begin] == '\t')) ++begin;
-    while (end > begin && (line[end - 1] == ' ' || line[end - 1] == '\t')) --end;
+    while (begin < end && (line[begin] == ' ' || line[begin] == '\t'))
+        ++begin;
+    while (end > begin && (line[end - 1] == ' ' || line[end - 1] == '\t'))
+        --end;
     return line.substr(begin, end - begin);
 }
 
 const char* reason_phrase(int status) {
     switch (status) {
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 416: return "Range Not Satisfiable";
-    case 431: return "Request Header Fields Too Large";
-    default: return "Bad Request";
+    case 408:
+        return "Request Timeout";
+    case 413:
+        return "Payload Too Large";
+    case 414:
+        return "URI Too Long";
+    case 416:
+        return "Range Not Satisfiable";
+    case 431:
+        return "Request Header Fields Too Large";
+    default:
+        return "Bad Request";
     }
 }
 
@@ -31,7 +40,8 @@ const char* reason_phrase(int status) {
 
 std::optional<Refusal> check_request_head(const std::string& head, const GuardLimits& limits) {
     if (head.size() > limits.max_head_bytes)
-        return Refusal{431, "request head over " + std::to_string(limits.max_head_bytes) + " bytes"};
+        return Refusal{431,
+                       "request head over " + std::to_string(limits.max_head_bytes) + " bytes"};
 
     std::size_t line_begin = 0;
     bool first_line = true;
@@ -71,8 +81,7 @@ std::optional<Refusal> check_request_head(const std::string& head, const GuardLi
 
 std::string refusal_response(const Refusal& refusal) {
     const std::string body = refusal.reason + "\n";
-    return "HTTP/1.1 " + std::to_string(refusal.status) + " " +
-           reason_phrase(refusal.status) +
+    return "HTTP/1.1 " + std::to_string(refusal.status) + " " + reason_phrase(refusal.status) +
            "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
            "\r\nConnection: close\r\n\r\n" + body;
 }

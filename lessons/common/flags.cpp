@@ -67,7 +67,8 @@ std::string format_duration(std::chrono::milliseconds value) {
 }
 
 Flags::Flags(std::string program, std::string summary)
-    : program_(std::move(program)), summary_(std::move(summary)) {}
+    : program_(std::move(program)), summary_(std::move(summary)) {
+}
 
 Flags& Flags::add_flag(Flag flag) {
     flags_.push_back(std::move(flag));
@@ -94,11 +95,11 @@ Flags& Flags::add(const std::string& name, double& value, const std::string& hel
 }
 
 Flags& Flags::add(const std::string& name, std::string& value, const std::string& help) {
-    return add_flag({name, help, value.empty() ? "" : value, false,
-                     [&value](const std::string& text) {
-                         value = text;
-                         return std::string();
-                     }});
+    return add_flag(
+        {name, help, value.empty() ? "" : value, false, [&value](const std::string& text) {
+             value = text;
+             return std::string();
+         }});
 }
 
 Flags& Flags::add(const std::string& name, std::chrono::milliseconds& value,
@@ -118,7 +119,8 @@ Flags& Flags::add(const std::string& name, bool& value, const std::string& help)
 Flags& Flags::add(const std::string& name, std::string& value, std::vector<std::string> choices,
                   const std::string& help) {
     std::string list;
-    for (const auto& choice : choices) list += (list.empty() ? "" : "|") + choice;
+    for (const auto& choice : choices)
+        list += (list.empty() ? "" : "|") + choice;
     return add_flag({name, help + " (" + list + ")", value, false,
                      [&value, choices, list](const std::string& text) {
                          for (const auto& choice : choices)

@@ -71,7 +71,8 @@ bool wait_until(int pid, Clock::time_point deadline, int& status) {
 // process group so that a stop reaches anything it started.
 int spawn(const std::vector<std::string>& argv, int log_fd) {
     std::vector<char*> args;
-    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    for (const auto& arg : argv)
+        args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
     const int parent = ::getpid();
     const int pid = ::fork();
@@ -148,9 +149,13 @@ ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::s
     }
 }
 
-ServerProcess::~ServerProcess() { stop(); }
+ServerProcess::~ServerProcess() {
+    stop();
+}
 
-std::string ServerProcess::log() const { return read_file(log_path_); }
+std::string ServerProcess::log() const {
+    return read_file(log_path_);
+}
 
 bool ServerProcess::running() {
     if (pid_ < 0) return false;
@@ -212,7 +217,9 @@ RawConnection::RawConnection(int port) {
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-RawConnection::~RawConnection() { close(); }
+RawConnection::~RawConnection() {
+    close();
+}
 
 void RawConnection::close() {
     if (fd_ >= 0) ::close(fd_);
@@ -266,7 +273,8 @@ std::string RawConnection::receive_response(std::chrono::milliseconds timeout) {
                 return data.substr(0, total);
             }
         }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) return data;
         const std::string more = receive(left, 1);
         if (more.empty()) return data;
@@ -326,6 +334,7 @@ std::vector<TimedGet> concurrent_get(int port, const std::string& path, int coun
         go = true;
     }
     start_signal.notify_all();
-    for (auto& client : clients) client.join();
+    for (auto& client : clients)
+        client.join();
     return results;
 }

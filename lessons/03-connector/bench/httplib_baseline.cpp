@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
     flags.parse(argc, argv);
 
     httplib::Server server;
-    server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    server.new_task_queue = [threads] {
+        return new httplib::ThreadPool(static_cast<size_t>(threads));
+    };
     server.set_tcp_nodelay(true);
     server.set_keep_alive_max_count(static_cast<size_t>(keep_alive_requests));
     add_benchmark_routes(server, thread_sleep);
