@@ -3,9 +3,15 @@
 #include "fiber_stack.hpp"
 #include "process.hpp"
 
+#include <atomic>
 #include <boost/fiber/all.hpp>
 #include <cstdio>
 #include <exception>
+
+namespace {
+std::atomic<SchedulerObserver> scheduler_observer{nullptr};
+} // namespace
+#include <stdexcept>
 
 Carrier::Carrier(std::string name, SchedulerSetup setup, std::size_t stack_size)
     : name_(std::move(name)), stack_size_(stack_size),
@@ -17,7 +23,8 @@ Carrier::~Carrier() {
 }
 
 void Carrier::spawn(std::function<void()> task) {
-    inbox_.push(std::move(task));
+    if (inbox_.push(std::move(task)) != boost::fibers::channel_op_status::success)
+        throw std::logic_error("carrier " + name_ + " is stopped and takes no new fibers");
 }
 
 void Carrier::stop() {
@@ -27,7 +34,11 @@ void Carrier::stop() {
 
 void Carrier::run(const SchedulerSetup& setup) {
     name_this_thread(name_);
-    if (setup) setup();
+    if (setup) {
+        setup();
+    } else {
+        use_carrier_algorithm<boost::fibers::algo::round_robin>();
+    }
 
     // Fibers still running. Only this thread touches it, but the wait below must park this
     // (main) fiber, not block the thread, so the counter sits behind fiber primitives.
@@ -60,4 +71,15 @@ void Carrier::run(const SchedulerSetup& setup) {
 
 bool on_fiber() {
     return boost::fibers::context::active()->is_context(boost::fibers::type::worker_context);
+}
+
+void install_carrier_algorithm(std::unique_ptr<boost::fibers::algo::algorithm> algorithm) {
+    if (SchedulerObserver observer = scheduler_observer.load())
+        algorithm = observer(std::move(algorithm));
+    // The scheduler takes ownership (Boost counts references to algorithms itself).
+    boost::fibers::context::active()->get_scheduler()->set_algo(algorithm.release());
+}
+
+void observe_carrier_schedulers(SchedulerObserver observer) {
+    scheduler_observer.store(observer);
 }

@@ -10,16 +10,19 @@
 // Fibers never move to another carrier.
 #pragma once
 
+#include <boost/fiber/algo/algorithm.hpp>
 #include <boost/fiber/buffered_channel.hpp>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
 class Carrier {
 public:
-    // Runs on the carrier thread before its first fiber: installs the scheduling algorithm.
-    // Empty means Boost.Fiber's default, round_robin. Lesson 03 passes its epoll reactor.
+    // Runs on the carrier thread before its first fiber: installs the scheduling algorithm with
+    // use_carrier_algorithm (below). Empty means Boost.Fiber's default, round_robin. Lesson 03
+    // passes its epoll reactor.
     using SchedulerSetup = std::function<void()>;
 
     // Stack size for each fiber. 8 MiB is what an OS thread gets: lesson 02 hands whole
@@ -34,7 +37,7 @@ public:
     Carrier& operator=(const Carrier&) = delete;
 
     // Thread-safe. The task runs as a new fiber on this carrier. An exception escaping it is
-    // reported on stderr and ends only that fiber.
+    // reported on stderr and ends only that fiber. Throws std::logic_error after stop().
     void spawn(std::function<void()> task);
 
     // Accepts no more tasks, waits until every fiber spawned here has finished, joins the thread.
@@ -55,3 +58,18 @@ private:
 
 // True when the caller runs on a fiber rather than directly on a thread.
 bool on_fiber();
+
+// Makes `algorithm` the calling carrier thread's fiber scheduler, the way
+// boost::fibers::use_scheduling_algorithm does, except that a scheduler observer (below) may wrap
+// it first.
+void install_carrier_algorithm(std::unique_ptr<boost::fibers::algo::algorithm> algorithm);
+template <typename Algorithm, typename... Args> void use_carrier_algorithm(Args&&... args) {
+    install_carrier_algorithm(std::make_unique<Algorithm>(std::forward<Args>(args)...));
+}
+
+// A process-wide hook that sees every carrier's algorithm before it is installed and may wrap
+// it in one that forwards every call. The pinning detector (pindemo/) sets one to time each
+// fiber's turn on its carrier. It applies to carriers started after it is set; nullptr removes it.
+using SchedulerObserver = std::unique_ptr<boost::fibers::algo::algorithm> (*)(
+    std::unique_ptr<boost::fibers::algo::algorithm> algorithm);
+void observe_carrier_schedulers(SchedulerObserver observer);

@@ -85,8 +85,8 @@ void Connector::start() {
     sockets_by_carrier_.resize(static_cast<std::size_t>(options_.carriers));
     for (int i = 0; i < options_.carriers; ++i)
         carriers_.push_back(std::make_unique<Carrier>(
-            "carrier-" + std::to_string(i),
-            [] { boost::fibers::use_scheduling_algorithm<Reactor>(); }, options_.fiber_stack_size));
+            "carrier-" + std::to_string(i), [] { use_carrier_algorithm<Reactor>(); },
+            options_.fiber_stack_size));
     carriers_[0]->spawn([this, fd = listen_fd_] { accept_loop(fd); });
 }
 
@@ -159,6 +159,9 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
         registry.insert(fd);
         FiberStream stream(socket, options_.read_timeout, options_.write_timeout);
         for (int served = 0; !stopping_;) {
+            // A client that pipelines requests would keep this fiber busy without a single wait,
+            // starving the other connections on this carrier: give them a turn between requests.
+            if (stream.has_buffered_input()) boost::this_fiber::yield();
             // The keep-alive wait: a parked fiber, no thread.
             if (stream.wait_for_request(deadline_after(options_.keep_alive_timeout)) !=
                 FiberStream::Arrival::request)

@@ -47,7 +47,7 @@ public:
     Head read_head(std::size_t max_bytes, Deadline deadline);
     std::string head() const { return std::string(in_.data() + begin_, head_length_); }
 
-    // Bytes that arrived for the current request, for a server closing a connection politely.
+    // Bytes received and not yet read: the start of a pipelined next request.
     bool has_buffered_input() const { return begin_ < end_; }
 
 private:
