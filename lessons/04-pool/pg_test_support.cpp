@@ -1,0 +1,146 @@
+#include "pg_test_support.hpp"
+
+#include "reactor.hpp"
+#include "test_support.hpp"
+
+#include <boost/fiber/operations.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+#include <vector>
+
+#ifndef PG_FIXTURE_DIR
+#error "PG_FIXTURE_DIR must name the directory of the postgres fixture's cluster"
+#endif
+#ifndef PG_CLUSTER
+#error "PG_CLUSTER must name lessons/tools/pg-cluster"
+#endif
+
+namespace {
+
+std::string first_line_of(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+} // namespace
+
+std::string test_conninfo() {
+    if (const char* from_environment = std::getenv("PG_CONNINFO");
+        from_environment && *from_environment)
+        return from_environment;
+    const std::string conninfo = first_line_of(PG_FIXTURE_DIR "/conninfo");
+    if (conninfo.empty() || access(PG_FIXTURE_DIR "/data/postmaster.pid", F_OK) != 0)
+        throw std::runtime_error(
+            "no PostgreSQL for this test: run it through ctest (the `postgres` fixture starts "
+            "one), or as `lessons/tools/pg-cluster run -- <test program>`");
+    return conninfo;
+}
+
+PrivateCluster::PrivateCluster(const std::string& name)
+    : dir_(test_log_dir() + "/pg-" + name + "." + std::to_string(::getpid())) {
+    run("start",
+        {"start", dir_, "--port", "auto", "--stop-with", std::to_string(::getpid()), "--replace"});
+    conninfo_ = first_line_of(dir_ + "/conninfo");
+    port_ = std::stoi(first_line_of(dir_ + "/port"));
+}
+
+PrivateCluster::~PrivateCluster() {
+    std::string output;
+    run_program({PG_CLUSTER, "stop", dir_}, output, std::chrono::seconds(60));
+    run_program({"/bin/rm", "-rf", dir_}, output);
+}
+
+void PrivateCluster::stop() {
+    run("stop", {"stop", dir_});
+}
+
+void PrivateCluster::start() {
+    run("restart", {"start", dir_, "--port", std::to_string(port_), "--stop-with",
+                    std::to_string(::getpid())});
+}
+
+void PrivateCluster::run(const std::string& what, const std::vector<std::string>& args) {
+    std::vector<std::string> argv{PG_CLUSTER};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string output;
+    // Starting takes about a second (initdb included); a minute means something is wrong.
+    const int status = run_program(argv, output, std::chrono::seconds(60));
+    if (status != 0)
+        throw std::runtime_error("pg-cluster " + what + " failed (status " +
+                                 std::to_string(status) + "): " + output);
+}
+
+Borrowers::Borrowers(int carriers) {
+    for (int i = 0; i < carriers; ++i)
+        carriers_.push_back(std::make_unique<Carrier>("carrier-" + std::to_string(i), [] {
+            boost::fibers::use_scheduling_algorithm<Reactor>();
+        }));
+}
+
+Borrowers::~Borrowers() {
+    for (auto& thread : threads_)
+        thread.join();
+    for (auto& carrier : carriers_)
+        carrier->stop();
+}
+
+void Borrowers::on_carrier(int carrier, std::function<void()> task) {
+    started();
+    carriers_.at(static_cast<std::size_t>(carrier))->spawn([this, task] { run(task); });
+}
+
+void Borrowers::on_thread(std::function<void()> task) {
+    started();
+    threads_.emplace_back([this, task] { run(task); });
+}
+
+void Borrowers::anywhere(int i, std::function<void()> task) {
+    const int places = static_cast<int>(carriers_.size()) + 1;
+    if (i % places == places - 1) {
+        on_thread(std::move(task));
+    } else {
+        on_carrier(i % places, std::move(task));
+    }
+}
+
+bool Borrowers::wait(std::chrono::seconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return all_done_.wait_for(lock, timeout, [this] { return running_ == 0; });
+}
+
+std::vector<std::string> Borrowers::errors() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return errors_;
+}
+
+void Borrowers::started() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++running_;
+}
+
+void Borrowers::run(const std::function<void()>& task) {
+    std::string error;
+    try {
+        task();
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    // A std::mutex on a fiber is fine here: held for a few instructions, never across a wait.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error.empty()) errors_.push_back(error);
+    if (--running_ == 0) all_done_.notify_all();
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+}

@@ -1,0 +1,16 @@
+// The command-line flags of every server with a database pool (lessons 04-06), and its start.
+#pragma once
+
+#include "flags.hpp"
+#include "pg_pool.hpp"
+
+#include <memory>
+#include <string>
+
+// --db, --pool-size, --pool-timeout, --pool-barging.
+void add_pool_flags(Flags& flags, PoolOptions& options);
+
+// Creates the pool and opens all its connections, or prints one line and exits 1:
+// "<program>: cannot connect to PostgreSQL: ... (start one with lessons/tools/pg-cluster)".
+// On success prints "pool: 10 connections to ... open, checkout timeout 30s, FIFO".
+std::unique_ptr<PgPool> open_pool_or_exit(const PoolOptions& options, const std::string& program);

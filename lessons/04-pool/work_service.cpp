@@ -1,0 +1,49 @@
+#include "work_service.hpp"
+
+#include "process.hpp"
+
+#include <cstdio>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The query sleeps 50 ms. A server that has not answered after 10 s is stuck, not busy: the
+// request then fails (500) and the pool drops that connection rather than reuse it mid-query.
+constexpr std::chrono::milliseconds query_timeout{10000};
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+} // namespace
+
+WorkResult WorkService::do_work() {
+    WorkResult result;
+    const auto start = Clock::now();
+    PgPool::Lease lease = pool_.borrow();
+    result.checkout_ms = ms_since(start);
+    const auto query_start = Clock::now();
+    lease->query(query, query_timeout);
+    result.query_ms = ms_since(query_start);
+    result.backend_pid = lease->backend_pid();
+    return result;
+}
+
+void add_work_route(httplib::Server& server, WorkService& work) {
+    server.Get("/work", [&work](const httplib::Request&, httplib::Response& res) {
+        try {
+            const WorkResult result = work.do_work();
+            char json[200];
+            std::snprintf(json, sizeof json,
+                          "{\"checkout_ms\":%.3f,\"query_ms\":%.3f,\"backend_pid\":%d,"
+                          "\"thread\":\"%s\"}\n",
+                          result.checkout_ms, result.query_ms, result.backend_pid,
+                          thread_label().c_str());
+            res.set_content(json, "application/json");
+        } catch (const std::exception& e) { // PoolTimeout, PgError
+            res.status = 500;
+            res.set_content(std::string(e.what()) + "\n", "text/plain");
+        }
+    });
+}
