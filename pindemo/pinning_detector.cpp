@@ -1,0 +1,365 @@
+#include "pinning_detector.hpp"
+
+#include "carrier.hpp"
+#include "carrier_monitor.hpp"
+#include "fiber_name.hpp"
+#include "monitored_algorithm.hpp"
+#include "process.hpp"
+#include "stack_sampler.hpp"
+#include "symbolizer.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <pthread.h>
+#include <stdexcept>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+std::int64_t now_ns() {
+    return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+// Whether `frame` is what "blocked in" should name: the innermost function a program calls by
+// name (clock_nanosleep, poll, pthread_mutex_lock; not glibc's internal __lll_lock_wait), or a
+// function of the program itself (a loop that computes). The same with or without the
+// libraries' debug information installed.
+bool names_the_wait(const Frame& frame) {
+    if (frame.function == "??") return false;
+    if (frame.in_program) return true;
+    return frame.exported && frame.function[0] != '_';
+}
+
+// The watchdog's view of one carrier.
+struct Watched {
+    std::shared_ptr<CarrierMonitor> monitor;
+    int schedstat_fd = -1; // the carrier thread's scheduler statistics; -1 if unavailable
+
+    std::int64_t seen_turn = 0;      // the turn under way at the last tick
+    std::uint64_t baseline_wait = 0; // run-queue wait read at the tick before seen_turn began
+    std::uint64_t last_wait = 0;     // run-queue wait read at the last tick
+
+    std::int64_t sampled_turn = 0; // the turn a sample was asked for
+    bool sample_pending = false;
+    std::int64_t sample_requested_ns = 0;
+    bool sample_ok = false; // `sample` belongs to sampled_turn
+    StackSample sample;
+    std::string fiber_name;
+
+    Watched(std::shared_ptr<CarrierMonitor> m) : monitor(std::move(m)) {
+        const std::string path = "/proc/self/task/" + std::to_string(monitor->tid()) + "/schedstat";
+        schedstat_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    ~Watched() {
+        if (schedstat_fd >= 0) ::close(schedstat_fd);
+    }
+    Watched(const Watched&) = delete;
+    Watched& operator=(const Watched&) = delete;
+
+    // Nanoseconds the carrier thread has spent runnable but waiting for a CPU, since it started.
+    std::uint64_t runqueue_wait() const {
+        if (schedstat_fd < 0) return 0;
+        char text[128];
+        const ssize_t n = ::pread(schedstat_fd, text, sizeof text - 1, 0);
+        if (n <= 0) return 0;
+        text[n] = '\0';
+        unsigned long long on_cpu = 0, waiting = 0;
+        return std::sscanf(text, "%llu %llu", &on_cpu, &waiting) == 2 ? waiting : 0;
+    }
+};
+
+std::unique_ptr<boost::fibers::algo::algorithm>
+monitor_carrier(std::unique_ptr<boost::fibers::algo::algorithm> inner);
+
+std::mutex current_mutex;
+PinningDetector::Impl* current = nullptr; // the running detector, guarded by current_mutex
+
+} // namespace
+
+struct PinningDetector::Impl {
+    Options options;
+    std::chrono::nanoseconds threshold;
+    // How often the watchdog looks: a quarter of the threshold, so a pin is sampled at most a
+    // quarter late; never more often than every millisecond (the watchdog's own cost), never
+    // less often than every 5 ms.
+    std::chrono::microseconds tick;
+    std::FILE* events_file = nullptr;
+    std::atomic<int> events{0};
+
+    std::mutex adopt_mutex;
+    std::vector<std::shared_ptr<CarrierMonitor>> adopted; // new carriers, for the watchdog
+
+    // The watchdog's own state.
+    std::vector<std::unique_ptr<Watched>> watched;
+    Symbolizer symbolizer;
+    long long long_turns_alone = 0;   // long turns while no other fiber was ready
+    long long long_turns_excused = 0; // long only because the OS kept the thread off a CPU
+
+    std::mutex stop_mutex;
+    std::condition_variable stop_requested;
+    bool stopping = false;
+    std::thread watchdog;
+
+    explicit Impl(Options o)
+        : options(std::move(o)), threshold(options.threshold),
+          tick(std::clamp<std::chrono::microseconds>(
+              options.threshold / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(5))) {}
+
+    std::shared_ptr<CarrierMonitor> add_carrier(std::string label, int tid) {
+        auto monitor = std::make_shared<CarrierMonitor>(std::move(label), tid);
+        std::lock_guard<std::mutex> lock(adopt_mutex);
+        adopted.push_back(monitor);
+        return monitor;
+    }
+
+    void run() {
+        name_this_thread("pin-watchdog");
+        std::unique_lock<std::mutex> lock(stop_mutex);
+        while (!stop_requested.wait_for(lock, tick, [this] { return stopping; })) {
+            lock.unlock();
+            look();
+            lock.lock();
+        }
+        lock.unlock();
+        // Final rounds: turns that ended just now, and samples still on their way.
+        for (int round = 0; round < 100; ++round) {
+            look();
+            bool pending = false;
+            for (const auto& w : watched)
+                pending = pending || w->sample_pending;
+            if (!pending) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    }
+
+    void look() {
+        {
+            std::lock_guard<std::mutex> lock(adopt_mutex);
+            for (auto& monitor : adopted)
+                watched.push_back(std::make_unique<Watched>(std::move(monitor)));
+            adopted.clear();
+        }
+        for (auto& w : watched)
+            look_at(*w);
+        // Forget carriers that have ended, once everything they reported is out.
+        for (auto it = watched.begin(); it != watched.end();) {
+            Watched& w = **it;
+            LongTurn turn;
+            if (w.monitor->retired() && !w.sample_pending && !w.monitor->next_long_turn(turn)) {
+                it = watched.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+
+    void look_at(Watched& w) {
+        const std::int64_t now = now_ns();
+        const std::uint64_t wait_now = w.runqueue_wait();
+        if (w.sample_pending) {
+            if (w.monitor->collect_sample(w.sample)) {
+                sample_arrived(w);
+            } else if (now - w.sample_requested_ns >
+                       std::chrono::nanoseconds(std::chrono::seconds(1)).count()) {
+                // The signal never got handled (the thread ended meanwhile): report without it.
+                w.monitor->cancel_sample();
+                w.sample_pending = false;
+                w.sample_ok = false;
+            }
+        }
+        if (!w.sample_pending) {
+            LongTurn turn;
+            while (w.monitor->next_long_turn(turn))
+                turn_ended(w, turn, wait_now);
+        }
+        const std::int64_t turn = w.monitor->current_turn_start();
+        if (turn != w.seen_turn) {
+            w.seen_turn = turn;
+            w.baseline_wait = w.last_wait;
+        } else if (turn != 0 && turn != w.sampled_turn && !w.sample_pending) {
+            const std::int64_t off_cpu = static_cast<std::int64_t>(wait_now - w.baseline_wait);
+            if (now - turn - off_cpu >= threshold.count()) ask_for_sample(w, turn);
+        }
+        w.last_wait = wait_now;
+    }
+
+    void ask_for_sample(Watched& w, std::int64_t turn) {
+        if (!w.monitor->request_sample()) return;
+        w.sampled_turn = turn;
+        w.sample_pending = true;
+        w.sample_ok = false;
+        w.sample_requested_ns = now_ns();
+        // The handler runs as soon as the carrier thread gets a CPU, usually within
+        // microseconds. Waiting for it briefly lets us look the fiber's name up while the fiber
+        // most likely still holds the carrier. If it takes longer, later ticks collect it.
+        for (int i = 0; i < 100 && w.sample_pending; ++i) {
+            if (w.monitor->collect_sample(w.sample)) {
+                sample_arrived(w);
+            } else {
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+            }
+        }
+    }
+
+    void sample_arrived(Watched& w) {
+        w.sample_pending = false;
+        w.sample_ok = w.sample.turn_start_ns == w.sampled_turn;
+        // A fiber's name is removed when it ends, so a name found is (but for a freed context
+        // being reused and named within microseconds) the sampled fiber's.
+        if (w.sample_ok) w.fiber_name = fiber_display_name(w.sample.fiber);
+    }
+
+    void turn_ended(Watched& w, const LongTurn& turn, std::uint64_t wait_now) {
+        if (turn.ready_waiting <= 0) {
+            ++long_turns_alone;
+            return;
+        }
+        // Run-queue wait since a reading taken before the turn began: at least the OS's share
+        // of this turn (it may include a little of the time around it).
+        const std::uint64_t baseline = turn.start_ns == w.seen_turn ? w.baseline_wait : w.last_wait;
+        const std::int64_t off_cpu =
+            wait_now > baseline ? static_cast<std::int64_t>(wait_now - baseline) : 0;
+        const std::int64_t duration = turn.end_ns - turn.start_ns;
+        if (duration - off_cpu < threshold.count()) {
+            ++long_turns_excused;
+            return;
+        }
+        PinningEvent event;
+        event.carrier = w.monitor->label();
+        event.duration_ms = duration / 1e6;
+        event.runqueue_ms = std::min(off_cpu, duration) / 1e6;
+        event.ready_waiting = turn.ready_waiting;
+        const bool sampled = w.sample_ok && w.sampled_turn == turn.start_ns;
+        event.fiber = sampled ? w.fiber_name : fiber_display_name(turn.fiber);
+        if (sampled) {
+            event.sampled_at_ms = (w.sample.taken_ns - turn.start_ns) / 1e6;
+            const auto frames =
+                symbolizer.frames(w.sample.frames, w.sample.depth, w.sample.first_is_exact);
+            // Everything down to our own code matters; below it, only our frames and calls into
+            // shared libraries: the rest is std::function and Boost.Context templates inlined
+            // from system headers, which say nothing about the pin.
+            int left_out = 0;
+            for (const auto& frame : frames) {
+                if (event.blocked_in.empty() && names_the_wait(frame))
+                    event.blocked_in = frame.function;
+                const bool below_our_code = !event.called_from.empty();
+                if (event.called_from.empty() && frame.in_project) event.called_from = frame.text();
+                if (below_our_code && !frame.in_project && !frame.file.empty()) {
+                    ++left_out;
+                    continue;
+                }
+                event.stack.push_back(frame.text());
+            }
+            if (event.blocked_in.empty() && !frames.empty()) event.blocked_in = frames[0].function;
+            if (left_out > 0)
+                event.stack.push_back("(" + std::to_string(left_out) +
+                                      " frames inlined from library headers left out)");
+        }
+        report(event);
+    }
+
+    void report(const PinningEvent& event) {
+        events.fetch_add(1);
+        if (options.print) write_all(STDERR_FILENO, to_text(event));
+        if (events_file) {
+            std::fputs((to_json(event) + "\n").c_str(), events_file);
+            std::fflush(events_file);
+        }
+        if (options.on_event) options.on_event(event);
+    }
+
+    static void write_all(int fd, const std::string& text) {
+        std::size_t done = 0;
+        while (done < text.size()) {
+            const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+            if (n > 0) {
+                done += static_cast<std::size_t>(n);
+            } else if (n < 0 && errno != EINTR) {
+                return;
+            }
+        }
+    }
+
+    std::string summary() const {
+        long long dropped = 0;
+        for (const auto& w : watched)
+            dropped += static_cast<long long>(w->monitor->dropped_turns());
+        std::string text = "pinning detector: " + std::to_string(events.load()) +
+                           (events.load() == 1 ? " event" : " events") + " (threshold " +
+                           std::to_string(options.threshold.count()) +
+                           "ms); not reported: " + std::to_string(long_turns_alone) +
+                           " long turns with no fiber waiting, " +
+                           std::to_string(long_turns_excused) +
+                           " long only because the OS kept the carrier off a CPU";
+        if (dropped > 0)
+            text += "; " + std::to_string(dropped) + " long turns lost (watchdog too slow)";
+        return text + "\n";
+    }
+};
+
+namespace {
+
+std::unique_ptr<boost::fibers::algo::algorithm>
+monitor_carrier(std::unique_ptr<boost::fibers::algo::algorithm> inner) {
+    std::lock_guard<std::mutex> lock(current_mutex);
+    if (current == nullptr) return inner;
+    char name[16] = "";
+    ::pthread_getname_np(::pthread_self(), name, sizeof name);
+    const int tid = static_cast<int>(::gettid());
+    auto monitor = current->add_carrier(std::string(name) + "#" + std::to_string(tid), tid);
+    return std::make_unique<MonitoredAlgorithm>(std::move(inner), std::move(monitor),
+                                                current->threshold);
+}
+
+} // namespace
+
+PinningDetector::PinningDetector(Options options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {
+    if (impl_->options.threshold < std::chrono::milliseconds(1))
+        throw std::runtime_error("the pinning threshold must be at least 1ms");
+    if (!impl_->options.events_path.empty()) {
+        impl_->events_file = std::fopen(impl_->options.events_path.c_str(), "w");
+        if (impl_->events_file == nullptr)
+            throw std::runtime_error("cannot write pinning events to " +
+                                     impl_->options.events_path + ": " + std::strerror(errno));
+    }
+    install_sample_handler();
+    {
+        std::lock_guard<std::mutex> lock(current_mutex);
+        if (current != nullptr) {
+            if (impl_->events_file) std::fclose(impl_->events_file);
+            throw std::runtime_error("a pinning detector is already running in this process");
+        }
+        current = impl_.get();
+    }
+    observe_carrier_schedulers(monitor_carrier);
+    impl_->watchdog = std::thread([impl = impl_.get()] { impl->run(); });
+}
+
+PinningDetector::~PinningDetector() {
+    observe_carrier_schedulers(nullptr);
+    {
+        std::lock_guard<std::mutex> lock(current_mutex);
+        current = nullptr;
+    }
+    {
+        std::lock_guard<std::mutex> lock(impl_->stop_mutex);
+        impl_->stopping = true;
+    }
+    impl_->stop_requested.notify_all();
+    impl_->watchdog.join();
+    if (impl_->options.print) Impl::write_all(STDERR_FILENO, impl_->summary());
+    if (impl_->events_file) std::fclose(impl_->events_file);
+}
+
+int PinningDetector::events() const {
+    return impl_->events.load();
+}
