@@ -42,33 +42,45 @@ FiberSocket::~FiberSocket() {
 }
 
 int FiberSocket::connect_to(const std::string& host, int port, Deadline deadline) {
+    std::string error;
+    const int fd = try_connect(host, port, deadline, error);
+    if (fd < 0) throw std::runtime_error(error);
+    return fd;
+}
+
+int FiberSocket::try_connect(const std::string& host, int port, Deadline deadline,
+                             std::string& error) {
+    // Closes `fd` (if any) and fails with `text` and errno `code`.
+    auto failed = [&](int fd, const std::string& text, int code) {
+        if (fd >= 0) ::close(fd);
+        error = text;
+        errno = code;
+        return -1;
+    };
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<uint16_t>(port));
     if (::inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1)
-        throw std::runtime_error("'" + host + "' is not an IPv4 address");
+        return failed(-1, "'" + host + "' is not an IPv4 address", EINVAL);
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    if (fd < 0) {
+        const int code = errno;
+        return failed(-1, std::string("socket: ") + std::strerror(code), code);
+    }
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-        if (errno != EINPROGRESS) {
-            const std::string reason = std::strerror(errno);
-            ::close(fd);
-            throw std::runtime_error("connect: " + reason);
-        }
+        const int code = errno;
+        if (code != EINPROGRESS)
+            return failed(fd, std::string("connect: ") + std::strerror(code), code);
         // A non-blocking connect completes when the socket turns writable; SO_ERROR says how.
-        if (!wait_ready(fd, Direction::write, deadline)) {
-            ::close(fd);
-            throw std::runtime_error("connect timed out");
-        }
-        int error = 0;
-        socklen_t length = sizeof error;
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
-        if (error != 0) {
-            ::close(fd);
-            throw std::runtime_error(std::string("connect: ") + std::strerror(error));
-        }
+        if (!wait_ready(fd, Direction::write, deadline))
+            return failed(fd, "connect timed out", ETIMEDOUT);
+        int status = 0;
+        socklen_t length = sizeof status;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &status, &length);
+        if (status != 0)
+            return failed(fd, std::string("connect: ") + std::strerror(status), status);
     }
     return fd;
 }

@@ -23,6 +23,12 @@ public:
     // "connect timed out" when `deadline` passed first.
     static int connect_to(const std::string& host, int port, Deadline deadline);
 
+    // The same without exceptions: the descriptor, or -1 with `error` saying why (errno is
+    // ETIMEDOUT when `deadline` passed first). For fibers whose failures are routine; see
+    // http_client.hpp for why they avoid exceptions.
+    static int try_connect(const std::string& host, int port, Deadline deadline,
+                           std::string& error);
+
     // Receives up to `size` bytes: > 0 bytes read, 0 the peer closed, -1 an error (errno set;
     // ETIMEDOUT when `deadline` passed first).
     ssize_t receive(char* data, std::size_t size, Deadline deadline);

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <strings.h>
+#include <sys/socket.h>
 
 namespace {
 
@@ -25,57 +26,100 @@ std::string header_value(const std::string& head, const char* name) {
 
 } // namespace
 
-HttpClientConnection::HttpClientConnection(const std::string& host, int port, Deadline deadline)
-    : host_header_(host + ":" + std::to_string(port)) {
-    int fd = -1;
-    try {
-        fd = FiberSocket::connect_to(host, port, deadline);
-    } catch (const std::runtime_error& e) {
-        const bool timed_out = std::strstr(e.what(), "timed out") != nullptr;
-        throw HttpClientError(timed_out ? Kind::connect_timeout : Kind::transport, e.what());
-    }
-    socket_ = std::make_unique<FiberSocket>(fd);
+HttpClientConnection::HttpClientConnection(const std::string& host, int port, int fd)
+    : socket_(std::make_unique<FiberSocket>(fd)), host_header_(host + ":" + std::to_string(port)) {
 }
 
-void HttpClientConnection::fill_to(std::size_t size, Deadline deadline) {
+std::unique_ptr<HttpClientConnection> HttpClientConnection::open(const std::string& host, int port,
+                                                                 Deadline deadline,
+                                                                 HttpClientFailure& failure) {
+    std::string error;
+    const int fd = FiberSocket::try_connect(host, port, deadline, error);
+    if (fd < 0) {
+        failure = {errno == ETIMEDOUT ? Kind::connect_timeout : Kind::transport, error};
+        return nullptr;
+    }
+    return std::unique_ptr<HttpClientConnection>(new HttpClientConnection(host, port, fd));
+}
+
+HttpClientConnection::HttpClientConnection(const std::string& host, int port, Deadline deadline)
+    : host_header_(host + ":" + std::to_string(port)) {
+    HttpClientFailure failure;
+    std::unique_ptr<HttpClientConnection> opened = open(host, port, deadline, failure);
+    if (!opened) throw HttpClientError(failure.kind, failure.what);
+    socket_ = std::move(opened->socket_);
+}
+
+bool HttpClientConnection::fill_to(std::size_t size, Deadline deadline,
+                                   HttpClientFailure& failure) {
     char chunk[4096];
     while (buffer_.size() < size) {
         const ssize_t n = socket_->receive(chunk, sizeof chunk, deadline);
         if (n > 0) {
             buffer_.append(chunk, static_cast<std::size_t>(n));
         } else if (n == 0) {
-            throw HttpClientError(Kind::transport, "the server closed the connection");
+            failure = {Kind::transport, "the server closed the connection"};
+            return false;
         } else if (errno == ETIMEDOUT) {
-            throw HttpClientError(Kind::response_timeout, "no response before the deadline");
+            failure = {Kind::response_timeout, "no response before the deadline"};
+            return false;
         } else {
-            throw HttpClientError(Kind::transport, std::strerror(errno));
+            failure = {Kind::transport, std::strerror(errno)};
+            return false;
         }
     }
+    return true;
 }
 
 HttpResponse HttpClientConnection::get(const std::string& path, Deadline deadline) {
+    HttpResponse response;
+    HttpClientFailure failure;
+    if (!try_get(path, deadline, response, failure))
+        throw HttpClientError(failure.kind, failure.what);
+    return response;
+}
+
+bool HttpClientConnection::try_get(const std::string& path, Deadline deadline,
+                                   HttpResponse& response, HttpClientFailure& failure) {
     const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + host_header_ + "\r\n\r\n";
     if (!socket_->send_all(request.data(), request.size(), deadline)) {
-        if (errno == ETIMEDOUT)
-            throw HttpClientError(Kind::response_timeout, "could not send before the deadline");
-        throw HttpClientError(Kind::transport, std::strerror(errno));
+        failure = errno == ETIMEDOUT ? HttpClientFailure{Kind::response_timeout,
+                                                         "could not send before the deadline"}
+                                     : HttpClientFailure{Kind::transport, std::strerror(errno)};
+        return false;
     }
     std::size_t head_end;
     while ((head_end = buffer_.find("\r\n\r\n")) == std::string::npos)
-        fill_to(buffer_.size() + 1, deadline);
+        if (!fill_to(buffer_.size() + 1, deadline, failure)) return false;
     const std::string head = buffer_.substr(0, head_end + 2);
 
-    HttpResponse response;
-    if (head.compare(0, 7, "HTTP/1.") != 0 || head.size() < 12)
-        throw HttpClientError(Kind::transport, "not an HTTP response");
+    if (head.compare(0, 7, "HTTP/1.") != 0 || head.size() < 12) {
+        failure = {Kind::transport, "not an HTTP response"};
+        return false;
+    }
     response.status = std::atoi(head.c_str() + 9);
     const std::string length = header_value(head, "Content-Length");
-    const std::size_t body_size = length.empty() ? 0 : std::stoul(length);
-    fill_to(head_end + 4 + body_size, deadline);
+    char* length_end = nullptr;
+    const unsigned long body_size =
+        length.empty() ? 0 : std::strtoul(length.c_str(), &length_end, 10);
+    if (!length.empty() && (length_end == length.c_str() || *length_end != '\0')) {
+        failure = {Kind::transport, "Content-Length '" + length + "' is not a number"};
+        return false;
+    }
+    if (!fill_to(head_end + 4 + body_size, deadline, failure)) return false;
     response.body = buffer_.substr(head_end + 4, body_size);
     buffer_.erase(0, head_end + 4 + body_size);
     response.keep_alive = ::strcasecmp(header_value(head, "Connection").c_str(), "close") != 0;
-    return response;
+    return true;
+}
+
+bool HttpClientConnection::still_open() {
+    if (!buffer_.empty()) return false;
+    char byte = 0;
+    const ssize_t n = ::recv(socket_->fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    // 0: the server closed it; > 0: it spoke unasked (e.g. a 408 before closing); -1 with
+    // EAGAIN: nothing to read, the normal state of an idle open connection.
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 void split_url(const std::string& url, std::string& host, int& port, std::string& path) {

@@ -22,6 +22,12 @@ struct HttpClientError : std::runtime_error {
     Kind kind;
 };
 
+// The same, as a value, for the calls that report failures without throwing.
+struct HttpClientFailure {
+    HttpClientError::Kind kind = HttpClientError::Kind::transport;
+    std::string what;
+};
+
 class HttpClientConnection {
 public:
     // Connects to host:port (IPv4). Throws HttpClientError (connect_timeout or transport).
@@ -31,9 +37,25 @@ public:
     // Throws HttpClientError (response_timeout or transport); the connection is then unusable.
     HttpResponse get(const std::string& path, Deadline deadline);
 
+    // The same two without exceptions: null / false, with `failure` saying why. For fibers whose
+    // failures are routine (the spike driver records thousands). Exceptions work on fibers, but
+    // AddressSanitizer, which cannot see Boost.Context's stack switches, loses track of the
+    // stacks when one is thrown on a fiber and then reports errors that are not there.
+    static std::unique_ptr<HttpClientConnection>
+    open(const std::string& host, int port, Deadline deadline, HttpClientFailure& failure);
+    bool try_get(const std::string& path, Deadline deadline, HttpResponse& response,
+                 HttpClientFailure& failure);
+
+    // False when the server has closed this kept-alive connection while it sat idle (or sent
+    // bytes nobody asked for): a request sent on it would fail without reaching the server.
+    // Looks without waiting. A close that races with the next request still fails that request.
+    bool still_open();
+
 private:
-    // Reads until `buffer_` holds `size` bytes.
-    void fill_to(std::size_t size, Deadline deadline);
+    HttpClientConnection(const std::string& host, int port, int fd);
+
+    // Reads until `buffer_` holds `size` bytes, or fails.
+    bool fill_to(std::size_t size, Deadline deadline, HttpClientFailure& failure);
 
     std::unique_ptr<FiberSocket> socket_;
     std::string host_header_;
