@@ -237,21 +237,27 @@ TEST_CASE("at max-connections the server stops accepting until a connection clos
 
 TEST_CASE("a thousand silent half-requests do not stop others being served",
           "[lesson03][connector]") {
-    TestServer server; // read timeout 5 s: the silent ones are all still open below
+    ConnectorOptions options;
+    // The silent clients must all still be open when the last one has connected, however slowly
+    // a busy machine lets this test connect them: a read timeout far above the time that takes,
+    // and an accept queue that holds them all, so no SYN is dropped and retried a second later.
+    options.read_timeout = 120s;
+    options.accept_count = 1024;
+    TestServer server(options);
     std::vector<std::unique_ptr<RawConnection>> silent;
     for (int i = 0; i < 1000; ++i) {
         silent.push_back(std::make_unique<RawConnection>(server.port()));
         REQUIRE(silent.back()->send("GET /hello HTTP/1.1\r\n"));
     }
-    REQUIRE(eventually([&] { return server.connector->open_connections() == 1000; }));
+    REQUIRE(eventually([&] { return server.connector->open_connections() == 1000; }, 60s));
     STEP("1000 connections sent half a request each and went silent");
     const auto start = std::chrono::steady_clock::now();
     RawConnection client(server.port());
     REQUIRE(client.send(get("/hello")));
-    const std::string response = client.receive_response(5s);
+    const std::string response = client.receive_response(60s);
     STEP("another client was answered after " << seconds_since(start) << " s");
     CHECK(body_of(response) == "hello\n");
-    CHECK(seconds_since(start) < 2.0); // the silent ones time out after 5 s, not before
+    CHECK(server.connector->open_connections() >= 1000); // the silent ones are all still there
 }
 
 TEST_CASE("an executor on a plain thread serves through the same stream by blocking it",
