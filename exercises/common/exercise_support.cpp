@@ -1,0 +1,135 @@
+#include "exercise_support.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/fiber/operations.hpp>
+#include <thread>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (!condition()) {
+        if (Clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+}
+
+TestCarrier::TestCarrier(std::string name, Carrier::SchedulerSetup setup)
+    : carrier_(std::make_unique<Carrier>(std::move(name), std::move(setup))) {
+}
+
+TestCarrier::~TestCarrier() {
+    // A stuck carrier cannot be joined: leak it, thread and all, and let the process end it.
+    if (abandoned_) (void)carrier_.release();
+}
+
+std::future<void> TestCarrier::start(std::function<void()> task) {
+    auto done = std::make_shared<std::promise<void>>();
+    auto result = done->get_future();
+    carrier_->spawn([task = std::move(task), done] {
+        try {
+            task();
+            done->set_value();
+        } catch (...) {
+            done->set_exception(std::current_exception());
+        }
+    });
+    return result;
+}
+
+bool TestCarrier::finished(std::future<void>& done, std::chrono::milliseconds limit) {
+    if (done.wait_for(limit) != std::future_status::ready) {
+        abandoned_ = true;
+        return false;
+    }
+    done.get(); // rethrows the task's exception, if any
+    return true;
+}
+
+bool TestCarrier::run(std::function<void()> task, std::chrono::milliseconds limit) {
+    auto done = start(std::move(task));
+    return finished(done, limit);
+}
+
+struct Ticker::State {
+    std::chrono::milliseconds period;
+    std::atomic<bool> stopping{false};
+    std::atomic<bool> stopped{false};
+    std::atomic<int> ticks{0};
+    std::atomic<std::int64_t> last_ns{0};
+    std::atomic<std::int64_t> longest_ns{0};
+    std::promise<void> done;
+};
+
+Ticker::Ticker(TestCarrier& carrier, std::chrono::milliseconds period)
+    : state_(std::make_shared<State>()) {
+    state_->period = period;
+    state_->last_ns = now_ns();
+    auto started = std::make_shared<std::promise<void>>();
+    auto running = started->get_future();
+    done_ = state_->done.get_future().share();
+    carrier.carrier().spawn([state = state_, started] {
+        state->last_ns = now_ns(); // the gaps count from the fiber's first run
+        started->set_value();
+        while (!state->stopping) {
+            boost::this_fiber::sleep_for(state->period);
+            const std::int64_t now = now_ns();
+            const std::int64_t gap = now - state->last_ns;
+            if (gap > state->longest_ns) state->longest_ns = gap;
+            state->last_ns = now;
+            ++state->ticks;
+        }
+        state->stopped = true;
+        state->done.set_value();
+    });
+    // The ticker must be running before the test starts the work it watches. A carrier that is
+    // already stuck never starts it: the report then shows no ticks and the gap since now.
+    running.wait_for(std::chrono::seconds(5));
+}
+
+Ticker::~Ticker() {
+    state_->stopping = true;
+}
+
+TickerReport Ticker::report() const {
+    TickerReport report;
+    report.ticks = state_->ticks;
+    std::int64_t longest = state_->longest_ns;
+    if (!state_->stopped) longest = std::max(longest, now_ns() - state_->last_ns);
+    report.longest_gap_ms = static_cast<double>(longest) / 1e6;
+    return report;
+}
+
+TickerReport Ticker::stop() {
+    state_->stopping = true;
+    done_.wait_for(std::chrono::seconds(2));
+    return report();
+}
+
+void Latch::open() {
+    {
+        std::lock_guard<boost::fibers::mutex> lock(mutex_);
+        open_ = true;
+    }
+    opened_.notify_all();
+}
+
+bool Latch::wait(std::chrono::milliseconds limit) {
+    std::unique_lock<boost::fibers::mutex> lock(mutex_);
+    return opened_.wait_for(lock, limit, [this] { return open_; });
+}

@@ -1,0 +1,98 @@
+// Helpers for the exercises' graded tests: fibers on a carrier under a time limit, a ticker that
+// shows whether a carrier stayed free, and a latch that holds fibers until the test lets them go.
+//
+// A student's code may block a carrier thread for good (a wait that is not fiber-aware, a lost
+// wake-up). The tests must still report instead of hanging, so every wait here has a limit, and a
+// carrier whose fiber did not finish in time is abandoned rather than joined: its thread lives on
+// until the test program exits, and the test fails with its story.
+#pragma once
+
+#include "carrier.hpp"
+
+#include <boost/fiber/condition_variable.hpp>
+#include <boost/fiber/mutex.hpp>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+
+// A carrier for one test.
+class TestCarrier {
+public:
+    explicit TestCarrier(std::string name = "test-carrier", Carrier::SchedulerSetup setup = {});
+    // Stops and joins the carrier, unless a fiber on it missed its limit (see run()).
+    ~TestCarrier();
+    TestCarrier(const TestCarrier&) = delete;
+    TestCarrier& operator=(const TestCarrier&) = delete;
+
+    // Starts `task` as a fiber; the future is ready when it returned (or holds its exception).
+    std::future<void> start(std::function<void()> task);
+
+    // Runs `task` as a fiber and waits for it at most `limit`. False when it did not finish in
+    // time: the carrier is then abandoned. An exception from the task is rethrown here.
+    bool run(std::function<void()> task,
+             std::chrono::milliseconds limit = std::chrono::milliseconds(10000));
+
+    // Waits for a future from start() at most `limit`; abandons the carrier when it is not ready.
+    bool finished(std::future<void>& done,
+                  std::chrono::milliseconds limit = std::chrono::milliseconds(10000));
+
+    Carrier& carrier() { return *carrier_; }
+
+private:
+    std::unique_ptr<Carrier> carrier_;
+    bool abandoned_ = false;
+};
+
+// What a Ticker saw.
+struct TickerReport {
+    int ticks = 0;             // wake-ups so far
+    double longest_gap_ms = 0; // the longest time between two wake-ups (or since the start)
+};
+
+// A fiber that sleeps `period` again and again on a carrier and notes the gaps between its
+// wake-ups. While every other fiber there waits the fiber-aware way it wakes every `period`, give
+// or take the machine's scheduling noise (a few ms); a fiber that holds the carrier (blocks its
+// thread, or computes without yielding) shows as one long gap. The oracle of every "the carrier
+// stays free" test.
+class Ticker {
+public:
+    explicit Ticker(TestCarrier& carrier,
+                    std::chrono::milliseconds period = std::chrono::milliseconds(5));
+    ~Ticker(); // stops the fiber
+    Ticker(const Ticker&) = delete;
+    Ticker& operator=(const Ticker&) = delete;
+
+    // What it saw up to now, including the gap since its last wake-up.
+    TickerReport report() const;
+    // Stops it (waiting up to 2 s for its last wake-up) and returns what it saw.
+    TickerReport stop();
+
+private:
+    struct State;
+    std::shared_ptr<State> state_;
+    std::shared_future<void> done_;
+};
+
+// A gate the test opens once: fibers (and plain threads) that wait() on it park until open().
+// Tests hold handlers on one instead of sleeping, so "two requests are inside" is a fact, not
+// a guess about timing.
+class Latch {
+public:
+    void open();
+    // False when `limit` passed before open().
+    bool wait(std::chrono::milliseconds limit = std::chrono::milliseconds(10000));
+
+private:
+    boost::fibers::mutex mutex_;
+    boost::fibers::condition_variable opened_;
+    bool open_ = false;
+};
+
+// Milliseconds since `start`.
+double ms_since(std::chrono::steady_clock::time_point start);
+
+// Polls `condition` every 2 ms until it holds or `limit` passes.
+bool eventually(const std::function<bool()>& condition,
+                std::chrono::milliseconds limit = std::chrono::milliseconds(5000));

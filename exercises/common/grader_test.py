@@ -1,0 +1,278 @@
+#!/usr/bin/python3
+"""The exercises' quality gate, run by CTest (label `exercises`) in the build folder $BUILD.
+
+    /usr/bin/python3 exercises/common/grader_test.py GraderTest.test_every_stub_test_fails
+
+- every solution gets full marks from exercises/grade;
+- every graded test case fails against its untouched stub (so none passes vacuously);
+- the stubs compile without warnings (-Wall -Wextra -Wpedantic -Werror);
+- every exercise folder is complete: README tasks, hints, TODOs, tags, solution files, fences;
+- the grader survives stubs that crash, hang or do not compile, grading the rest.
+
+Standard library only.
+"""
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+GRADE = REPO / "exercises" / "grade"
+ROOT = REPO / "exercises"
+SOLUTIONS = REPO / "solutions"
+BUILD = Path(os.environ.get("BUILD") or REPO / "build").resolve()
+
+EXERCISES = sorted(p for p in ROOT.iterdir()
+                   if p.is_dir() and re.match(r"^\d\d-", p.name) and (p / "CMakeLists.txt").exists())
+NOT_STUDENT_FILES = {"README.md", "HINTS.md", "CMakeLists.txt"}
+
+
+def grade(*args, build=BUILD, timeout=900):
+    """Runs exercises/grade; returns (exit status, its output, the JSON results)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        results = Path(scratch) / "results.json"
+        done = subprocess.run([str(GRADE), *args, "--json", str(results)],
+                              env={**os.environ, "BUILD": str(build)}, cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout)
+        report = json.loads(results.read_text()) if results.exists() else None
+    return done.returncode, done.stdout, report
+
+
+def student_files(folder):
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in NOT_STUDENT_FILES)
+
+
+def fenced(path):
+    """The lines inside `// ---- do not change` ... `// ---- end of do not change` fences."""
+    kept, inside = [], False
+    for line in path.read_text().splitlines():
+        if line.startswith("// ---- end of do not change"):
+            inside = False
+        elif line.startswith("// ---- do not change"):
+            inside = True
+        elif inside:
+            kept.append(line)
+    return kept
+
+
+def load_grader():
+    """The grader as a module, for its test-plan reader."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("grade", str(GRADE))
+    spec = importlib.util.spec_from_loader("grade", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+class GraderTest(unittest.TestCase):
+    maxDiff = None
+
+    def test_solutions_get_full_marks(self):
+        code, output, report = grade("--solutions")
+        self.assertEqual(code, 0, output)
+        self.assertTrue(report["full_marks"], output)
+        self.assertEqual({e["name"] for e in report["exercises"]}, {e.name for e in EXERCISES})
+        for exercise in report["exercises"]:
+            for test in exercise["tests"]:
+                self.assertEqual(test["verdict"], "pass", f"{exercise['name']}: {test['name']}")
+        self.assertRegex(output, r"Score: (\d+)/\1\n")
+
+    def test_every_stub_test_fails(self):
+        code, output, report = grade()
+        self.assertEqual(code, 1, output)
+        self.assertEqual(report["score"], 0, output)
+        for exercise in report["exercises"]:
+            name = exercise["name"]
+            self.assertTrue(exercise["built"], f"{name}: the untouched stub must compile\n{output}")
+            self.assertGreater(len(exercise["tests"]), 0, name)
+            for test in exercise["tests"]:
+                # A clean failure: a crash or a hang would be a poor first sight for a student.
+                self.assertEqual(test["verdict"], "fail",
+                                 f"{name}: '{test['name']}' must fail against the stub, cleanly")
+            # The student is told where to start.
+            self.assertIn(f"next: task 1 in exercises/{name}/README.md", output)
+
+    def test_stubs_compile_without_warnings(self):
+        # The stub programs are not part of `all`: the grader builds them. Compile every source
+        # of every exercise-* program once more, as the build does, with warnings as errors.
+        database = json.loads((BUILD / "compile_commands.json").read_text())
+        checked = set()
+        for exercise in EXERCISES:
+            marker = f"/exercise-{exercise.name}.dir/"
+            entries = [e for e in database if marker in e.get("output", e["command"])]
+            self.assertTrue(entries, f"no compile commands for exercise-{exercise.name}")
+            for entry in entries:
+                if "catch_main" in entry["file"]:
+                    continue
+                command = shlex.split(entry["command"]) + ["-fsyntax-only", "-Werror"]
+                done = subprocess.run(command, cwd=entry["directory"], text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                self.assertEqual(done.returncode, 0, f"{entry['file']}:\n{done.stdout}")
+                checked.add(entry["file"])
+        self.assertTrue(any(f.endswith("_test.cpp") for f in checked))
+
+    def test_exercise_folders_are_complete(self):
+        grader = load_grader()
+        self.assertGreaterEqual(len(EXERCISES), 1)
+        for exercise in EXERCISES:
+            with self.subTest(exercise=exercise.name):
+                self.check_exercise(exercise, grader)
+        self.assertEqual({p.name for p in SOLUTIONS.iterdir() if p.is_dir()},
+                         {e.name for e in EXERCISES}, "one solution folder per exercise")
+
+    def check_exercise(self, exercise, grader):
+        name = exercise.name
+        number = int(name[:2])
+        readme = (exercise / "README.md").read_text()
+        hints = (exercise / "HINTS.md").read_text()
+        plan = grader.test_plan(exercise)
+        self.assertTrue(plan, f"{name}: no graded tests")
+
+        # Tags: [exN][task_K] on every test; names a Catch2 test spec can match exactly.
+        for test in plan:
+            self.assertIn(f"[ex{number}]", test["tags"], test["name"])
+            self.assertIsNotNone(test["task"], f"{name}: '{test['name']}' has no [task_K] tag")
+            self.assertNotRegex(test["name"], r'["*~\\]|^#', test["name"])
+        self.assertEqual(len({t["name"] for t in plan}), len(plan), f"{name}: duplicate names")
+
+        # Numbered tasks in the README, each graded, each with hints; the totals it quotes.
+        tasks = {int(n) for n in re.findall(r"^(\d+)\. \*\*", readme, re.M)}
+        self.assertEqual(tasks, set(range(1, len(tasks) + 1)), f"{name}: tasks 1..N")
+        self.assertEqual(tasks, {t["task"] for t in plan}, f"{name}: README tasks vs test tags")
+        for task in tasks:
+            self.assertRegex(hints, rf"(?m)^## Task {task}\b", f"{name}: hints for task {task}")
+        self.assertIn("Still stuck? Read on.", hints)
+        total = sum(t["points"] for t in plan)
+        self.assertIn(f"`0/{total}`", readme, f"{name}: README must quote the real total")
+        self.assertIn(f"`Score: {total}/{total}`", readme, f"{name}: README must quote the total")
+        self.assertIn(f"exercises/grade {name[:2]}", readme)
+
+        # The stub: TODOs in the student's files; the solution has the same files, none of them
+        # with a TODO, and the same fenced declarations.
+        files = student_files(exercise)
+        self.assertTrue(files, name)
+        self.assertTrue(any(f"TODO(ex{number})" in (exercise / f).read_text() for f in files),
+                        f"{name}: the stub must say TODO(ex{number}) where the work is")
+        solution = SOLUTIONS / name
+        self.assertEqual(student_files(solution), files, f"{name}: solution file names")
+        for f in files:
+            self.assertNotIn("TODO(ex", (solution / f).read_text(), f"solutions/{name}/{f}")
+            self.assertEqual(fenced(solution / f), fenced(exercise / f),
+                             f"{name}/{f}: the fenced part differs between stub and solution")
+
+        # The plan read from the source is what the program holds.
+        binary = BUILD / "bin" / f"solution-{name}"
+        # (Catch2 exits with the number of tests it listed.)
+        listed = subprocess.run([str(binary), "--list-test-names-only"], text=True,
+                                stdout=subprocess.PIPE).stdout.split("\n")
+        self.assertEqual(sorted(t for t in listed if t), sorted(t["name"] for t in plan))
+
+    def test_grader_survives_broken_stubs(self):
+        """Copies of exercise 04 whose stubs crash, hang or do not compile, and one solved copy.
+
+        They live in $BUILD/grader-selftest with a build folder of their own, kept between runs
+        so that only the first run pays for compiling the test framework."""
+        base = BUILD / "grader-selftest"
+        fixture_root = base / "exercises"
+        original = ROOT / "04-spike-report"
+        crash = ('#include "spike_report.hpp"\n#include <csignal>\n'
+                 '// A stub that crashes: the grader must report it and go on.\n'
+                 'std::vector<SpikeRow> read_spike_csv(std::istream&) { std::raise(SIGSEGV); return {}; }\n'
+                 'SpikeReport summarize(const std::vector<SpikeRow>&, double) { std::raise(SIGSEGV); return {}; }\n'
+                 'std::string status_name(int) { std::raise(SIGSEGV); return {}; }\n')
+        hang = ('#include "spike_report.hpp"\n#include <thread>\n'
+                '// A stub that never returns: the grader must time it out and go on.\n'
+                '[[noreturn]] static void forever() { for (;;) std::this_thread::sleep_for(std::chrono::seconds(1)); }\n'
+                'std::vector<SpikeRow> read_spike_csv(std::istream&) { forever(); }\n'
+                'SpikeReport summarize(const std::vector<SpikeRow>&, double) { forever(); }\n'
+                'std::string status_name(int) { forever(); }\n')
+        stub = (original / "spike_report.cpp").read_text()
+        variants = {
+            "91-crashes": crash,
+            "92-does-not-compile": stub + "\nint broken = ;\n",
+            "93-hangs": hang,
+            "94-solved": (SOLUTIONS / original.name / "spike_report.cpp").read_text(),
+        }
+        for variant, source in variants.items():
+            folder = fixture_root / variant
+            copy_if_changed(original, folder, but="spike_report.cpp")
+            write_if_changed(folder / "spike_report.cpp", source)
+
+        code, output, report = grade("--root", str(fixture_root), "--timeout", "2",
+                                     build=base / "build")
+        self.assertEqual(code, 1, output)
+        by_name = {e["name"]: e for e in report["exercises"]}
+        self.assertEqual(list(by_name), list(variants), "every exercise graded, in order")
+        total = by_name["94-solved"]["total"]
+
+        crashed = by_name["91-crashes"]
+        self.assertTrue(crashed["built"])
+        self.assertEqual(crashed["points"], 0)
+        for test in crashed["tests"]:
+            self.assertEqual(test["verdict"], "crash", test["name"])
+            self.assertIn("SIGSEGV", test["detail"])
+            self.assertTrue(Path(test["transcript"]).exists())
+        self.assertIn("crashed: SIGSEGV", output)
+
+        broken = by_name["92-does-not-compile"]
+        self.assertFalse(broken["built"])
+        self.assertEqual((broken["points"], broken["total"]), (0, total))
+        self.assertTrue(any("spike_report.cpp" in line and "error" in line
+                            for line in broken["errors"]), broken["errors"])
+        self.assertIn("DOES NOT COMPILE", output)
+        self.assertIn("expected primary-expression", output)
+
+        hung = by_name["93-hangs"]
+        for test in hung["tests"]:
+            self.assertEqual(test["verdict"], "timeout", test["name"])
+        self.assertEqual(processes_running(base / "build" / "bin" / "exercise-93-hangs"), [])
+
+        self.assertEqual(by_name["94-solved"]["points"], total)
+        self.assertIn(f"Score: {total}/{4 * total}\n", output)
+
+        # Mistakes a user can make get one line and exit status 2.
+        code, output, _ = grade("no-such-exercise", build=base / "build")
+        self.assertEqual(code, 2)
+        self.assertIn("no exercise named 'no-such-exercise'", output)
+        code, output, _ = grade("--root", str(fixture_root), "91")  # BUILD is for exercises/
+        self.assertEqual(code, 2)
+        self.assertIn("use another build folder", output)
+
+
+def write_if_changed(path, text):
+    # Unchanged files keep their time stamps, so the fixture's build stays incremental.
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def copy_if_changed(source, target, but):
+    for item in source.rglob("*"):
+        if item.is_file() and item.name != but:
+            destination = target / item.relative_to(source)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            if not destination.exists() or destination.read_bytes() != item.read_bytes():
+                shutil.copy2(item, destination)
+
+
+def processes_running(binary):
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if str(binary) in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(proc.name))
+            except OSError:
+                pass
+    return found
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
