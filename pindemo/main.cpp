@@ -38,10 +38,12 @@ int main(int argc, char** argv) {
     std::unique_ptr<PinCase> pin_case;
     try {
         pin_case = make_pin_case(case_name, fixed, work, db);
-        detector_options.events_path = events_path;
+    } catch (const std::invalid_argument& e) {
+        fail("pindemo", e.what(), 2); // a flag is missing: as for any bad flag
     } catch (const std::exception& e) {
         fail("pindemo", e.what());
     }
+    detector_options.events_path = events_path;
     std::unique_ptr<PinningDetector> detector;
     try {
         detector = std::make_unique<PinningDetector>(detector_options);
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     Ticker ticker(run_for);
+    std::string failure; // what went wrong in the working fiber, if anything
     {
         Carrier carrier("carrier-0", [] { use_carrier_algorithm<Reactor>(); });
         carrier.spawn([&] {
@@ -69,12 +72,17 @@ int main(int argc, char** argv) {
         carrier.spawn([&] {
             name_this_fiber(pin_case->fiber_name());
             boost::this_fiber::sleep_for(work_starts);
-            pin_case->run();
+            try {
+                pin_case->run();
+            } catch (const std::exception& e) {
+                failure = e.what();
+            }
         });
         carrier.stop(); // waits for both fibers
     }
     detector.reset(); // reports what is left, prints its summary on stderr
     std::fflush(stderr);
+    if (!failure.empty()) fail("pindemo", failure);
 
     const TickerReport report = ticker.report();
     std::printf("ticker: %d ticks due, %d on time, %d missed; longest gap between ticks %.0f ms\n",

@@ -1,9 +1,14 @@
 #include "pin_cases.hpp"
 
+#include "pg_connection.hpp"
+
 #include <boost/fiber/future.hpp>
 #include <boost/fiber/mutex.hpp>
 #include <boost/fiber/operations.hpp>
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <libpq-fe.h>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -74,6 +79,58 @@ private:
     std::thread holder_;
 };
 
+// One query that takes `duration` in the server: pg_sleep. Both versions connect up front, from
+// main, because a blocking connect on the carrier would be a second pin.
+class DbCase : public PinCase {
+public:
+    DbCase(bool fixed, std::chrono::milliseconds duration, const std::string& conninfo)
+        : fixed_(fixed), duration_(duration) {
+        char sql[64];
+        std::snprintf(sql, sizeof sql, "SELECT pg_sleep(%.3f)", duration.count() / 1000.0);
+        sql_ = sql;
+        if (fixed_) {
+            // How long connecting may take: loopback answers in milliseconds; a server that does
+            // not answer within this is down.
+            fiber_aware_ = std::make_unique<PgConnection>(conninfo, std::chrono::seconds(10));
+            return;
+        }
+        blocking_.reset(PQconnectdb(conninfo.c_str()));
+        if (PQstatus(blocking_.get()) != CONNECTION_OK)
+            throw std::runtime_error("cannot connect to PostgreSQL: " +
+                                     first_line(PQerrorMessage(blocking_.get())));
+    }
+    std::string describe() const override {
+        return "runs \"" + sql_ + "\"" +
+               (fixed_ ? " with lesson 04's PgConnection (libpq's asynchronous API, fiber-aware)"
+                       : " with PQexec (waits inside libpq: not fiber-aware)");
+    }
+    std::string fiber_name() const override { return "db-client"; }
+    void run() override {
+        if (fixed_) {
+            fiber_aware_->query(sql_, duration_ + std::chrono::seconds(10));
+            return;
+        }
+        // ANTI-PATTERN: PQexec waits for the answer in poll(), holding the carrier thread.
+        std::unique_ptr<PGresult, void (*)(PGresult*)> result(PQexec(blocking_.get(), sql_.c_str()),
+                                                              PQclear);
+        if (PQresultStatus(result.get()) != PGRES_TUPLES_OK)
+            throw std::runtime_error("the query failed: " +
+                                     first_line(PQerrorMessage(blocking_.get())));
+    }
+
+private:
+    static std::string first_line(const char* text) {
+        const std::string message = text ? text : "";
+        return message.substr(0, message.find('\n'));
+    }
+
+    bool fixed_;
+    std::chrono::milliseconds duration_;
+    std::string sql_;
+    std::unique_ptr<PgConnection> fiber_aware_;
+    std::unique_ptr<PGconn, void (*)(PGconn*)> blocking_{nullptr, PQfinish};
+};
+
 // Something to compute that the optimizer cannot remove: a few rounds of a 64-bit mix.
 [[gnu::noinline]] std::uint64_t crunch(std::uint64_t x, int rounds) {
     for (int i = 0; i < rounds; ++i) {
@@ -84,11 +141,20 @@ private:
     return x;
 }
 
+// CPU time this thread has used. The work is measured in CPU time, not wall time: on a busy
+// machine the OS may keep the thread off a CPU for much of a wall-clock interval, and the
+// detector (rightly) does not count that against the fiber.
+std::chrono::nanoseconds thread_cpu_time() {
+    timespec now{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
 class CpuCase : public PinCase {
 public:
     CpuCase(bool fixed, std::chrono::milliseconds duration) : fixed_(fixed), duration_(duration) {}
     std::string describe() const override {
-        return "computes for " + ms(duration_) +
+        return "computes for " + ms(duration_) + " of CPU time" +
                (fixed_ ? ", yielding every millisecond" : " without pausing (it never yields)");
     }
     std::string fiber_name() const override { return "cruncher"; }
@@ -96,13 +162,19 @@ public:
         // How long a fiber may compute before it lets the others run: far below the detector's
         // threshold, and long enough that switching costs nothing next to the work.
         constexpr auto slice = std::chrono::milliseconds(1);
-        const auto end = Clock::now() + duration_;
+        std::chrono::nanoseconds computed{0};
+        auto since = thread_cpu_time();
         auto next_yield = Clock::now() + slice;
         std::uint64_t x = 42;
-        for (auto now = Clock::now(); now < end; now = Clock::now()) {
+        while (computed < duration_) {
             x = crunch(x, 20000);
-            if (fixed_ && now >= next_yield) {
+            // CPU time of the carrier thread: only our slices count, not other fibers' turns.
+            const auto now = thread_cpu_time();
+            computed += now - since;
+            since = now;
+            if (fixed_ && Clock::now() >= next_yield) {
                 boost::this_fiber::yield();
+                since = thread_cpu_time();
                 next_yield = Clock::now() + slice;
             }
         }
@@ -118,16 +190,22 @@ private:
 } // namespace
 
 const std::vector<std::string>& pin_case_names() {
-    static const std::vector<std::string> names = {"sleep", "mutex", "cpu"};
+    static const std::vector<std::string> names = {"sleep", "mutex", "pq", "cpu"};
     return names;
 }
 
 std::unique_ptr<PinCase> make_pin_case(const std::string& name, bool fixed,
-                                       std::chrono::milliseconds duration, const std::string&) {
+                                       std::chrono::milliseconds duration, const std::string& db) {
     if (name == "sleep") return std::make_unique<SleepCase>(fixed, duration);
     if (name == "mutex") {
         if (fixed) return std::make_unique<MutexCase<boost::fibers::mutex>>(duration);
         return std::make_unique<MutexCase<std::mutex>>(duration);
+    }
+    if (name == "pq") {
+        if (db.empty())
+            throw std::invalid_argument("--case pq needs --db CONNINFO, a libpq connection string "
+                                        "such as the one lessons/tools/pg-cluster start prints");
+        return std::make_unique<DbCase>(fixed, duration, db);
     }
     if (name == "cpu") return std::make_unique<CpuCase>(fixed, duration);
     throw std::runtime_error("unknown case '" + name + "'");

@@ -183,10 +183,15 @@ Frame make_frame(const std::string& function, const std::string& where, const Lo
     // In a shared library, name the function as the library exports it (clock_nanosleep, not
     // glibc's internal __GI___clock_nanosleep), and leave its source lines out: they belong to
     // the library's build, not to anything a reader here can open.
+    // Without debug information addr2line, like dladdr, names the nearest symbol below the
+    // address, which may be an unrelated function: then only the checked symbol counts.
+    const bool has_debug_info = where.compare(0, 2, "??") != 0;
     if (!at.is_program) {
         if (outermost && !at.symbol.empty()) {
             frame.function = at.symbol;
             frame.exported = true;
+        } else if (!has_debug_info) {
+            frame.function = "??";
         }
         return frame;
     }

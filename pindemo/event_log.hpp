@@ -1,0 +1,27 @@
+// For tests: the events file a program under test writes with --events / --pinning-events.
+#pragma once
+
+#include <string>
+#include <vector>
+
+class EventLog {
+public:
+    // A fresh path in the tests' log directory (removed if it exists).
+    explicit EventLog(const std::string& name);
+    const std::string& path() const { return path_; }
+    // Its lines, one JSON object per pinning event; none if the file does not exist.
+    std::vector<std::string> events() const;
+    // The lines as text, for a failing test's story.
+    std::string text() const;
+
+private:
+    std::string path_;
+};
+
+// The value of a top-level field of one event: a string unescaped ("clock_nanosleep"), a number
+// as its text ("100.2"); "" when the field is missing. Unlike test_support's json_field it reads
+// strings that contain commas, such as demangled C++ names.
+std::string event_field(const std::string& event, const std::string& name);
+
+// The field as a number; -1 when it is missing or not a number.
+double event_number(const std::string& event, const std::string& name);

@@ -1,0 +1,84 @@
+// Lesson 02's counter-examples, caught by the pinning detector (lesson02 --detect-pinning).
+#include "event_log.hpp"
+#include "test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+namespace {
+const std::string lesson02 = BIN_DIR "/lesson02";
+}
+
+TEST_CASE("lesson02 --bad-blocking-sleep --detect-pinning reports each blocking sleep",
+          "[lesson02][pindemo]") {
+    EventLog log("lesson02-bad-blocking-sleep-pins");
+    std::vector<TimedGet> results;
+    {
+        ServerProcess server(
+            lesson02, {"--bad-blocking-sleep", "--detect-pinning", "--pinning-events", log.path()},
+            "lesson02-bad-blocking-sleep-pins");
+        STEP("lesson02 --bad-blocking-sleep --detect-pinning on port " << server.port());
+        results = concurrent_get(server.port(), "/benchmark", 10);
+        CHECK(server.stop() == 0);
+    }
+    for (const auto& result : results)
+        REQUIRE(result.status == 200);
+    const auto events = log.events();
+    STEP("10 concurrent GET /benchmark answered; events:\n" << log.text());
+    // Each of the ten one-second sleeps holds the carrier while the connections behind it wait:
+    // nine pins at least (the last sleeper may have nobody behind it), one per sleep.
+    CHECK(events.size() >= 9);
+    CHECK(events.size() <= 10);
+    for (const auto& event : events) {
+        CHECK(event_field(event, "blocked_in").find("sleep") != std::string::npos);
+        CHECK(
+            event_field(event, "called_from").find("lessons/01-one-thread/benchmark_routes.cpp") !=
+            std::string::npos);
+        CHECK(event_number(event, "duration_ms") >= 900);
+    }
+}
+
+TEST_CASE("lesson02 --detect-pinning reports nothing for the fiber-aware sleep",
+          "[lesson02][pindemo]") {
+    EventLog log("lesson02-fiber-sleep-pins");
+    // A 200 ms threshold: cpp-httplib's own wait for a request's first bytes is a blocking poll
+    // (a real pin, the subject of lesson 03), and on a busy machine a client can be that slow to
+    // send. What must not be reported is the one-second fiber-aware sleep, which 200 ms catches.
+    ServerProcess server(
+        lesson02,
+        {"--detect-pinning", "--pinning-threshold", "200ms", "--pinning-events", log.path()},
+        "lesson02-fiber-sleep-pins");
+    for (const auto& result : concurrent_get(server.port(), "/benchmark", 10))
+        REQUIRE(result.status == 200);
+    CHECK(server.stop() == 0);
+    STEP("10 concurrent GET /benchmark answered; events:\n" << log.text());
+    CHECK(log.events().empty());
+    CHECK(server.log().find("pinning detector: 0 events (threshold 200ms)") != std::string::npos);
+}
+
+TEST_CASE("lesson02 --keep-alive --detect-pinning reports cpp-httplib's keep-alive wait",
+          "[lesson02][pindemo]") {
+    EventLog log("lesson02-keep-alive-pins");
+    ServerProcess server(lesson02,
+                         {"--keep-alive", "--detect-pinning", "--pinning-events", log.path()},
+                         "lesson02-keep-alive-pins");
+    RawConnection first(server.port());
+    RawConnection second(server.port());
+    const std::string request = "GET /benchmark HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    REQUIRE(first.send(request));
+    REQUIRE(second.send(request));
+    STEP("two keep-alive connections each sent one request and then stay open, quiet");
+    CHECK(status_of(first.receive_response(std::chrono::seconds(30))) == 200);
+    CHECK(status_of(second.receive_response(std::chrono::seconds(30))) == 200);
+    // Hanging up ends the second fiber's keep-alive wait at once, so the server can stop.
+    first.close();
+    second.close();
+    CHECK(server.stop() == 0);
+    const auto events = log.events();
+    STEP("both answered; events:\n" << log.text());
+    // The first connection's fiber waits for a next request in cpp-httplib's poll loop (5 s
+    // keep-alive timeout) while the second connection's fiber is ready: that is the pin.
+    REQUIRE(!events.empty());
+    const std::string blocked_in = event_field(events[0], "blocked_in");
+    CHECK((blocked_in == "poll" || blocked_in.find("sleep") != std::string::npos));
+    CHECK(event_number(events[0], "duration_ms") >= 3000);
+}

@@ -1,0 +1,109 @@
+// pindemo, run as a reader runs it: exactly one event for each pinned case, none when fixed.
+#include "event_log.hpp"
+#include "test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <regex>
+
+namespace {
+
+const std::string pindemo = BIN_DIR "/pindemo";
+
+struct DemoRun {
+    int status = -1;
+    std::string output; // stdout and stderr
+    std::vector<std::string> events;
+    int missed_ticks = -1;
+};
+
+DemoRun run_pindemo(const EventLog& log, std::vector<std::string> args) {
+    args.insert(args.begin(), {pindemo, "--events", log.path()});
+    DemoRun run;
+    run.status = run_program(args, run.output, std::chrono::seconds(60));
+    run.events = log.events();
+    std::smatch match;
+    static const std::regex ticker(R"(ticker: \d+ ticks due, \d+ on time, (\d+) missed)");
+    if (std::regex_search(run.output, match, ticker)) run.missed_ticks = std::stoi(match[1]);
+    return run;
+}
+
+int occurrences(const std::string& text, const std::string& what) {
+    int count = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        ++count;
+    return count;
+}
+
+} // namespace
+
+TEST_CASE("pindemo reports exactly one pin, naming the blocking sleep, on stderr and as one "
+          "JSON line",
+          "[pindemo]") {
+    EventLog log("pindemo-sleep");
+    const DemoRun run = run_pindemo(log, {});
+    STEP("pindemo --events " << log.path() << " exited " << run.status << ":\n" << run.output);
+    REQUIRE(run.status == 0);
+    CHECK(occurrences(run.output, "pinned: fiber") == 1);
+    REQUIRE(run.events.size() == 1);
+    const std::string& event = run.events[0];
+    STEP("the event: " << event);
+    CHECK(event_field(event, "event") == "fiber_pinned");
+    CHECK(event_field(event, "fiber") == "sleeper");
+    CHECK(event_field(event, "carrier").rfind("carrier-0#", 0) == 0);
+    // The fiber sleeps 100 ms; the upper bound only rules out nonsense on a very busy machine.
+    CHECK(event_number(event, "duration_ms") >= 60);
+    CHECK(event_number(event, "duration_ms") <= 1000);
+    CHECK(event_number(event, "ready_waiting") >= 1);
+    CHECK(event_field(event, "blocked_in").find("sleep") != std::string::npos);
+    CHECK(event_field(event, "called_from").find("pindemo/pin_cases.cpp") != std::string::npos);
+    CHECK(event.find("\"stack\":[\"") != std::string::npos);
+    // Ten ticks fall due during the 100 ms pin; at least half of them must be missed.
+    CHECK(run.missed_ticks >= 5);
+}
+
+TEST_CASE("pindemo --fixed does the same work fiber-aware and reports nothing", "[pindemo]") {
+    EventLog log("pindemo-sleep-fixed");
+    const DemoRun run = run_pindemo(log, {"--fixed"});
+    STEP("pindemo --fixed exited " << run.status << ":\n" << run.output);
+    REQUIRE(run.status == 0);
+    CHECK(run.events.empty());
+    CHECK(occurrences(run.output, "pinning detector: 0 events") == 1);
+    CHECK(run.missed_ticks >= 0); // it ran to the end and reported the ticker
+}
+
+TEST_CASE("a std::mutex and a computing loop pin the carrier too, their fiber-aware versions "
+          "do not",
+          "[pindemo]") {
+    const auto [name, blocked_in] = GENERATE(table<std::string, std::string>({
+        {"mutex", "pthread_mutex_lock"},
+        {"cpu", ""}, // wherever the loop happens to be; it is our code either way
+    }));
+    EventLog pinned_log("pindemo-" + name);
+    const DemoRun pinned = run_pindemo(pinned_log, {"--case", name});
+    STEP("pindemo --case " << name << " exited " << pinned.status << ":\n" << pinned.output);
+    REQUIRE(pinned.status == 0);
+    REQUIRE(pinned.events.size() == 1);
+    if (!blocked_in.empty()) CHECK(event_field(pinned.events[0], "blocked_in") == blocked_in);
+    CHECK(event_field(pinned.events[0], "called_from").find("pindemo/pin_cases.cpp") !=
+          std::string::npos);
+    CHECK(event_number(pinned.events[0], "duration_ms") >= 60);
+
+    EventLog fixed_log("pindemo-" + name + "-fixed");
+    const DemoRun fixed = run_pindemo(fixed_log, {"--case", name, "--fixed"});
+    STEP("pindemo --case " << name << " --fixed exited " << fixed.status << ":\n" << fixed.output);
+    REQUIRE(fixed.status == 0);
+    CHECK(fixed.events.empty());
+}
+
+TEST_CASE("pindemo says in one line what is wrong with its flags", "[pindemo]") {
+    std::string output;
+    CHECK(run_program({pindemo, "--case", "pq"}, output) == 2);
+    CHECK(output == "pindemo: --case pq needs --db CONNINFO, a libpq connection string such as "
+                    "the one lessons/tools/pg-cluster start prints\n");
+    CHECK(run_program({pindemo, "--events", "/nonexistent-directory/e.jsonl"}, output) == 2);
+    CHECK(output == "pindemo: cannot write pinning events to /nonexistent-directory/e.jsonl: No "
+                    "such file or directory\n");
+    CHECK(run_program({pindemo, "--case", "disk"}, output) == 2);
+    CHECK(output == "pindemo: --case: 'disk' is not one of sleep|mutex|pq|cpu (try --help)\n");
+}

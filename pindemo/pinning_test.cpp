@@ -1,0 +1,277 @@
+// Unit tests of the pinning detector, in one process: real carriers (lesson 02's round_robin and
+// lesson 03's reactor), real fibers, real blocking calls. These also run under AddressSanitizer:
+// the stack sampler's signal handler and backtrace() work there too.
+#include "carrier.hpp"
+#include "fiber_name.hpp"
+#include "fiber_socket.hpp"
+#include "fiber_stack.hpp"
+#include "pinning_detector.hpp"
+#include "reactor.hpp"
+#include "test_support.hpp"
+
+#include <boost/fiber/all.hpp>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// A detector that keeps its events for the test instead of printing them.
+class RecordingDetector {
+public:
+    RecordingDetector() {
+        PinningDetector::Options options;
+        options.print = false;
+        options.on_event = [this](const PinningEvent& event) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            events_.push_back(event);
+        };
+        detector_ = std::make_unique<PinningDetector>(options);
+    }
+    // Stops the detector (it reports the turns that ended) and returns every event.
+    std::vector<PinningEvent> stop() {
+        detector_.reset();
+        std::lock_guard<std::mutex> lock(mutex_);
+        return events_;
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<PinningEvent> events_;
+    std::unique_ptr<PinningDetector> detector_;
+};
+
+Carrier::SchedulerSetup reactor() {
+    return [] { use_carrier_algorithm<Reactor>(); };
+}
+
+// On one carrier: "waiter" wants the carrier every 5 ms for 300 ms, and after 50 ms a fiber
+// named `name` runs `work`. Returns when both are done.
+void run_beside_a_waiter(Carrier::SchedulerSetup setup, const std::string& name,
+                         std::function<void()> work) {
+    Carrier carrier("pin-test", std::move(setup));
+    carrier.spawn([] {
+        name_this_fiber("waiter");
+        for (int i = 0; i < 60; ++i)
+            boost::this_fiber::sleep_for(5ms);
+    });
+    carrier.spawn([name, work] {
+        name_this_fiber(name);
+        boost::this_fiber::sleep_for(50ms);
+        work();
+    });
+    carrier.stop();
+}
+
+std::string describe(const std::vector<PinningEvent>& events) {
+    std::string text;
+    for (const auto& event : events)
+        text += to_text(event);
+    return text.empty() ? "(no events)" : text;
+}
+
+bool mentions(const std::vector<std::string>& stack, const std::string& what) {
+    for (const auto& frame : stack)
+        if (frame.find(what) != std::string::npos) return true;
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("a fiber that sleeps with std::this_thread::sleep_for while another waits is reported "
+          "once: its name, carrier, duration and the sleep on top of its stack",
+          "[pindemo][detector]") {
+    RecordingDetector detector;
+    run_beside_a_waiter(reactor(), "blocker", [] { std::this_thread::sleep_for(100ms); });
+    STEP("a fiber held a reactor carrier for 100 ms in std::this_thread::sleep_for");
+    const auto events = detector.stop();
+    STEP("events: " << describe(events));
+    REQUIRE(events.size() == 1);
+    const PinningEvent& event = events[0];
+    CHECK(event.fiber == "blocker");
+    CHECK(event.carrier.rfind("pin-test#", 0) == 0);
+    // 100 ms of sleep; the upper bound only rules out nonsense on a very busy machine.
+    CHECK(event.duration_ms >= 60);
+    CHECK(event.duration_ms <= 1000);
+    CHECK(event.ready_waiting >= 1); // the waiter's timer fell due meanwhile
+    CHECK(event.sampled_at_ms >= 15);
+    CHECK(event.sampled_at_ms < event.duration_ms);
+    CHECK(event.blocked_in.find("sleep") != std::string::npos);
+    CHECK(event.called_from.find("pindemo/pinning_test.cpp") != std::string::npos);
+    CHECK(mentions(event.stack, "nanosleep"));
+}
+
+TEST_CASE("the same wait done with boost::this_fiber::sleep_for is not reported",
+          "[pindemo][detector]") {
+    RecordingDetector detector;
+    run_beside_a_waiter(reactor(), "polite", [] { boost::this_fiber::sleep_for(100ms); });
+    const auto events = detector.stop();
+    STEP("events: " << describe(events));
+    CHECK(events.empty());
+}
+
+TEST_CASE("lesson 02's round-robin carriers are watched too", "[pindemo][detector]") {
+    RecordingDetector detector;
+    run_beside_a_waiter({}, "blocker", [] { std::this_thread::sleep_for(100ms); });
+    const auto events = detector.stop();
+    STEP("events: " << describe(events));
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].fiber == "blocker");
+    CHECK(events[0].blocked_in.find("sleep") != std::string::npos);
+}
+
+TEST_CASE("a fiber blocked on a std::mutex is reported in pthread_mutex_lock",
+          "[pindemo][detector]") {
+    RecordingDetector detector;
+    std::mutex mutex;
+    std::unique_lock<std::mutex> held(mutex);
+    std::thread releaser([&] {
+        std::this_thread::sleep_for(250ms); // the fiber asks for the lock at ~50 ms
+        held.unlock();
+    });
+    run_beside_a_waiter(reactor(), "locker", [&] { std::lock_guard<std::mutex> lock(mutex); });
+    releaser.join();
+    const auto events = detector.stop();
+    STEP("events: " << describe(events));
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].fiber == "locker");
+    CHECK(events[0].blocked_in == "pthread_mutex_lock");
+}
+
+TEST_CASE("a long turn while no other fiber wants the carrier is not reported",
+          "[pindemo][detector]") {
+    RecordingDetector detector;
+    {
+        Carrier carrier("pin-test", reactor());
+        // stop() wakes the carrier's main fiber, which would then be a fiber waiting for the
+        // carrier: call it only once the long turn is over. The fiber-aware sleep ends the turn
+        // (nobody waiting) before the fiber tells us it is done.
+        std::promise<void> done;
+        carrier.spawn([&] {
+            std::this_thread::sleep_for(100ms);
+            boost::this_fiber::sleep_for(1ms);
+            done.set_value();
+        });
+        done.get_future().wait();
+        carrier.stop();
+    }
+    const auto events = detector.stop();
+    STEP("events: " << describe(events));
+    CHECK(events.empty());
+}
+
+TEST_CASE("unnamed fibers are reported by their context's address", "[pindemo][detector]") {
+    RecordingDetector detector;
+    run_beside_a_waiter(reactor(), "", [] { std::this_thread::sleep_for(100ms); });
+    const auto events = detector.stop();
+    STEP("events: " << describe(events));
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].fiber.rfind("unnamed fiber 0x", 0) == 0);
+}
+
+TEST_CASE("a busy fiber-aware load on reactor carriers raises no false alarm, and a real pin "
+          "right after it is still caught",
+          "[pindemo][detector]") {
+    RecordingDetector detector;
+    // Per carrier: sleepers waking at random, fibers that compute a little and yield, and socket
+    // pairs passing a byte back and forth: every wait fiber-aware, for this long.
+    constexpr auto busy_for = 1500ms;
+    constexpr int sleepers = 500, yielders = 50, socket_pairs = 20;
+    std::atomic<long> sleeps{0}, yields{0}, round_trips{0};
+    {
+        std::vector<std::unique_ptr<Carrier>> carriers;
+        for (int c = 0; c < 2; ++c)
+            carriers.push_back(
+                std::make_unique<Carrier>("busy-" + std::to_string(c), reactor(), 64 * 1024));
+        for (auto& carrier : carriers) {
+            carrier->spawn([&] {
+                name_this_fiber("spawner");
+                const auto end = std::chrono::steady_clock::now() + busy_for;
+                auto running = [end] { return std::chrono::steady_clock::now() < end; };
+                std::vector<boost::fibers::fiber> fibers;
+                auto start = [&](std::function<void()> body) {
+                    fibers.emplace_back(std::allocator_arg, FiberStack(64 * 1024), std::move(body));
+                    // Creating a fiber costs a stack (mmap): yield now and then so that this
+                    // fiber does not itself hold the carrier for long.
+                    if (fibers.size() % 50 == 0) boost::this_fiber::yield();
+                };
+                for (int i = 0; i < sleepers; ++i)
+                    start([&, i] {
+                        for (int n = 0; running(); ++n) {
+                            boost::this_fiber::sleep_for(
+                                std::chrono::milliseconds(1 + (i + n) % 20));
+                            sleeps.fetch_add(1, std::memory_order_relaxed);
+                        }
+                    });
+                for (int i = 0; i < yielders; ++i)
+                    start([&] {
+                        volatile unsigned work = 0;
+                        while (running()) {
+                            for (int k = 0; k < 1000; ++k)
+                                work = work + k;
+                            boost::this_fiber::yield();
+                            yields.fetch_add(1, std::memory_order_relaxed);
+                        }
+                    });
+                for (int i = 0; i < socket_pairs; ++i) {
+                    int fds[2];
+                    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) break; // seen as 0 trips
+                    auto ping_pong = [&](int fd, bool serves_first) {
+                        FiberSocket socket(fd);
+                        char byte = 'x';
+                        const auto deadline = deadline_after(10s);
+                        if (serves_first && !socket.send_all(&byte, 1, deadline)) return;
+                        while (socket.receive(&byte, 1, deadline) == 1) {
+                            round_trips.fetch_add(1, std::memory_order_relaxed);
+                            if (!running()) break; // closing ends the other side's receive
+                            if (!socket.send_all(&byte, 1, deadline)) break;
+                        }
+                    };
+                    start([=] { ping_pong(fds[0], true); });
+                    start([=] { ping_pong(fds[1], false); });
+                }
+                // Releasing a finished fiber frees its stack (munmap): in batches too.
+                for (std::size_t i = 0; i < fibers.size(); ++i) {
+                    fibers[i].join();
+                    fibers[i] = boost::fibers::fiber();
+                    if (i % 50 == 0) boost::this_fiber::yield();
+                }
+            });
+        }
+        for (auto& carrier : carriers)
+            carrier->stop();
+    }
+    STEP("two reactor carriers ran " << sleeps << " fiber sleeps, " << yields << " yields and "
+                                     << round_trips << " socket round trips in 1.5 s");
+    CHECK(sleeps > 10000);
+    CHECK(yields > 1000);
+    CHECK(round_trips > 1000);
+    run_beside_a_waiter(reactor(), "control", [] { std::this_thread::sleep_for(100ms); });
+    STEP("then one fiber blocked a carrier for 100 ms");
+    const auto events = detector.stop();
+    STEP("events: " << describe(events));
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].fiber == "control");
+}
+
+TEST_CASE("a second detector in the same process is refused", "[pindemo][detector]") {
+    RecordingDetector first;
+    CHECK_THROWS_WITH(PinningDetector(PinningDetector::Options{}),
+                      "a pinning detector is already running in this process");
+}
+
+TEST_CASE("an events file that cannot be written is refused with the reason",
+          "[pindemo][detector]") {
+    PinningDetector::Options options;
+    options.events_path = "/nonexistent-directory/events.jsonl";
+    CHECK_THROWS_WITH(PinningDetector(options),
+                      "cannot write pinning events to /nonexistent-directory/events.jsonl: No such "
+                      "file or directory");
+}
