@@ -1,0 +1,136 @@
+#include "probe.hpp"
+
+#include "http_client.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace {
+
+// One sample a second. A sample gets that second to answer: a hung /metrics costs one -1 row,
+// and the next sample starts on the next whole second.
+constexpr std::chrono::seconds probe_interval{1};
+
+double ms(std::chrono::steady_clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+}
+
+// Where the labels of a series line end: just past the '}' that closes the '{' at `open`,
+// skipping quoted label values (which may hold braces). npos when the line is malformed.
+std::size_t end_of_labels(const std::string& line, std::size_t open) {
+    bool quoted = false;
+    for (std::size_t at = open + 1; at < line.size(); ++at) {
+        const char c = line[at];
+        if (quoted && c == '\\')
+            ++at; // an escaped character inside quotes
+        else if (c == '"')
+            quoted = !quoted;
+        else if (c == '}' && !quoted)
+            return at + 1;
+    }
+    return std::string::npos;
+}
+
+} // namespace
+
+std::optional<double> metric_value(const std::string& exposition, const std::string& name) {
+    std::optional<double> total;
+    std::istringstream lines(exposition);
+    std::string line;
+    while (std::getline(lines, line)) {
+        if (line.empty() || line[0] == '#') continue; // # HELP, # TYPE, comments
+        if (line.compare(0, name.size(), name) != 0) continue;
+        std::size_t at = name.size();
+        if (at < line.size() && line[at] == '{') at = end_of_labels(line, at);
+        if (at == std::string::npos || at >= line.size() || (line[at] != ' ' && line[at] != '\t'))
+            continue; // another metric whose name starts with `name`, or a malformed line
+        const char* begin = line.c_str() + at;
+        char* end = nullptr;
+        const double value = std::strtod(begin, &end);
+        if (end == begin) continue;
+        total = total.value_or(0) + value;
+    }
+    return total;
+}
+
+Probe::Probe(const std::string& url, const std::string& path, Clock::time_point start)
+    : path_(path), start_(start) {
+    split_url(url, host_, port_, metrics_path_);
+    file_ = std::fopen(path.c_str(), "w");
+    if (file_ == nullptr)
+        throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+    std::fputs("ts,inflight,connections\n", file_);
+    std::fflush(file_);
+    thread_ = std::thread([this] { run(); });
+}
+
+Probe::~Probe() {
+    stop();
+}
+
+void Probe::stop() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (file_ == nullptr) return;
+        stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+    std::fclose(file_);
+    file_ = nullptr;
+}
+
+ProbeSample Probe::sample(Clock::time_point at) const {
+    ProbeSample sample;
+    sample.ts_ms = ms(at - start_);
+    try {
+        // Not on a carrier, so the client's waits block this thread in poll(): what we want.
+        HttpClientConnection connection(host_, port_, at + probe_interval);
+        const HttpResponse response = connection.get(metrics_path_, at + probe_interval);
+        if (response.status != 200) return sample;
+        sample.inflight = metric_value(response.body, "http_server_requests_inflight").value_or(-1);
+        sample.connections =
+            metric_value(response.body, "connector_connections_current").value_or(-1);
+    } catch (const std::exception&) {
+        // No answer: the row says -1, which is what happened.
+    }
+    return sample;
+}
+
+void Probe::run() {
+    auto next = start_;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        if (wake_.wait_until(lock, next, [&] { return stopping_; })) return;
+        lock.unlock();
+        const ProbeSample taken = sample(Clock::now());
+        std::fprintf(file_, "%.3f,%.15g,%.15g\n", taken.ts_ms, taken.inflight, taken.connections);
+        std::fflush(file_);
+        lock.lock();
+        ++samples_;
+        if (taken.inflight < 0 || taken.connections < 0) ++failed_;
+        last_ = taken;
+        // The next whole second after now: a slow sample skips ticks rather than bunching up.
+        while (next <= Clock::now())
+            next += probe_interval;
+    }
+}
+
+long Probe::samples() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return samples_;
+}
+
+long Probe::failed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failed_;
+}
+
+std::optional<ProbeSample> Probe::last() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return last_;
+}

@@ -1,0 +1,126 @@
+// spike: the load driver of lessons 05 and 06. N workers in a closed loop, each a fiber with its
+// own kept-alive HTTP/1.1 connection, ramping up, holding, then stopping by themselves.
+//
+//   spike --url http://127.0.0.1:8080/work --workers 7000 --ramp 20 --hold 90
+//         --timeout 90 --backoff 2 --out spike.csv
+//         --probe-url http://127.0.0.1:8081/metrics --probe-out probe.csv
+//
+// Output:
+//   --out        ts,status,latency_ms: one row per attempt (see spike_log.hpp). status is the
+//                HTTP status or a sentinel: -1 response timeout, -2 other transport error,
+//                -3 connect timeout (checked first), -4 still in flight when interrupted.
+//   --probe-out  ts,inflight,connections from the server's /metrics once a second (probe.hpp).
+//   stderr       progress: a refreshed line each second on a terminal, a plain line every
+//                10 s otherwise.
+//   stdout       a summary line at the end: rows and status mix.
+// Exit status: 0 when the spike ran its course (whatever the server answered: failures are
+// data); 2 for a bad flag or too few open files for --workers; 1 when a CSV cannot be written;
+// 130 after Ctrl+C (143 after SIGTERM), once every row so far is written.
+#include "process.hpp"
+#include "spike_progress.hpp"
+#include "spike_run.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// SIGINT or SIGTERM if one arrived within `timeout`, else 0. The signals are blocked in every
+// thread (block_shutdown_signals), so they wait here until asked for.
+int shutdown_signal_within(std::chrono::milliseconds timeout) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    const timespec wait{0, static_cast<long>(std::chrono::nanoseconds(timeout).count())};
+    const int signal = ::sigtimedwait(&set, nullptr, &wait);
+    return signal > 0 ? signal : 0;
+}
+
+std::string files_written(const Spike& spike, const SpikeOptions& options) {
+    const SpikeCounts counts = spike.counts();
+    std::string text = std::to_string(counts.rows) + " rows in " + options.out + " (" +
+                       status_mix(counts.by_status) + ")";
+    if (!options.probe_url.empty())
+        text += "; " + std::to_string(spike.probe_samples()) + " probe samples in " +
+                options.probe_out + " (" + std::to_string(spike.probe_failures()) + " failed)";
+    return text;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    block_shutdown_signals();
+    SpikeOptions options;
+    Flags flags(
+        "spike",
+        "Drives a closed-loop spike: workers ramp up, hold, then stop by themselves. One "
+        "CSV row per attempt, ts,status,latency_ms, ts being when the attempt started (ms "
+        "since the spike began); status is the HTTP status or -1 response timeout, -2 other "
+        "transport error, -3 connect timeout, -4 still in flight at Ctrl+C. Durations are "
+        "seconds (fractions allowed) or carry a unit (500ms).");
+    add_spike_flags(flags, options);
+    flags.parse(argc, argv);
+    if (const std::string error = check_spike_options(options); !error.empty())
+        fail("spike", error + " (try --help)", 2);
+    if (const std::string error = ensure_file_limit(options.workers); !error.empty())
+        fail("spike", error, 2);
+    if (!options.probe_url.empty() && options.probe_out.empty()) options.probe_out = "probe.csv";
+
+    std::unique_ptr<Spike> spike;
+    try {
+        spike = std::make_unique<Spike>(options);
+    } catch (const std::exception& e) {
+        fail("spike", e.what());
+    }
+    // On a terminal one line is redrawn every second; in a log a line every ten seconds is
+    // enough to show it is alive without burying everything else.
+    const bool terminal = ::isatty(STDERR_FILENO) == 1;
+    const auto report_every = terminal ? 1s : 10s;
+    auto next_report = Clock::now() + report_every;
+    auto report = [&] {
+        const std::string line =
+            progress_line(spike->elapsed(), spike->planned(), spike->counts(), spike->last_probe());
+        std::fprintf(stderr, terminal ? "\r\033[Kspike: %s" : "spike: %s\n", line.c_str());
+    };
+    for (;;) {
+        if (const int signal = shutdown_signal_within(100ms)) {
+            const double at = std::chrono::duration<double>(spike->elapsed()).count();
+            int in_flight = 0;
+            try {
+                in_flight = spike->interrupt();
+            } catch (const std::exception& e) {
+                fail("spike", e.what());
+            }
+            if (terminal) std::fputc('\n', stderr);
+            std::printf("spike: interrupted after %.1f s; %d attempts in flight recorded as -4; "
+                        "%s\n",
+                        at, in_flight, files_written(*spike, options).c_str());
+            std::fflush(stdout);
+            // Attempts still in flight may run for up to --timeout; their rows are written, so
+            // leave without waiting for them (destroying the spike would wait).
+            std::_Exit(128 + signal);
+        }
+        try {
+            if (spike->wait_for(0ms)) break;
+        } catch (const std::exception& e) {
+            fail("spike", e.what());
+        }
+        if (Clock::now() >= next_report) {
+            report();
+            next_report += report_every;
+        }
+    }
+    if (terminal) {
+        report();
+        std::fputc('\n', stderr);
+    }
+    std::printf("spike: done in %.1f s; %s\n",
+                std::chrono::duration<double>(spike->elapsed()).count(),
+                files_written(*spike, options).c_str());
+}

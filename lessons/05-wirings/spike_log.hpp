@@ -1,0 +1,85 @@
+// The spike's ledger: exactly one CSV row per attempt, written by one writer.
+//
+// Workers (fibers, on carrier threads) call begin() when an attempt starts and finish() when it
+// ends. finish() only queues the row; a writer thread appends queued rows to the CSV and
+// flushes every quarter second, so rows never interleave and a crash of the spike itself loses
+// at most the last quarter second.
+//
+// Exactly one row per attempt: begin() registers the attempt as in flight; finish() turns it
+// into a row; interrupt() turns every attempt still in flight into a -4 row at once (the spike
+// stops without waiting for them) and refuses new attempts.
+//
+// The CSV: a header, then `ts,status,latency_ms` per attempt, in the order attempts ended.
+//   ts          when the attempt STARTED, in ms since the spike began, so a figure of latency
+//               over time puts each request where it was sent
+//   status      the HTTP status, or a sentinel (see spike_attempt.hpp)
+//   latency_ms  from the start to the answer (or to the failure), with fractions
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+struct SpikeCounts {
+    long rows = 0;
+    int in_flight = 0;
+    std::map<int, long> by_status; // status (or sentinel) -> rows
+};
+
+class SpikeLog {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    // Creates `path` (or throws std::runtime_error saying why not) and writes the header.
+    // Times are measured from `start`.
+    SpikeLog(const std::string& path, int workers, Clock::time_point start);
+    ~SpikeLog();
+    SpikeLog(const SpikeLog&) = delete;
+    SpikeLog& operator=(const SpikeLog&) = delete;
+
+    // Worker `worker` starts an attempt at `at`. False once the spike is interrupted: then
+    // the worker must not attempt.
+    bool begin(int worker, Clock::time_point at);
+    // Worker `worker`'s attempt ended at `at` with `status`.
+    void finish(int worker, int status, Clock::time_point at);
+    // Records every attempt in flight as -4 and refuses new ones; returns how many.
+    int interrupt(Clock::time_point at);
+
+    // Writes every queued row, stops the writer and closes the file. Throws std::runtime_error
+    // if any write failed (a full disk), since the CSV is then incomplete.
+    void close();
+
+    SpikeCounts counts() const;
+    const std::string& path() const { return path_; }
+
+private:
+    struct Row {
+        double ts_ms;
+        int status;
+        double latency_ms;
+    };
+    void record(int worker, int status, Clock::time_point at); // with mutex_ held
+    void write_rows();                                         // the writer thread
+
+    std::string path_;
+    Clock::time_point start_;
+    std::FILE* file_ = nullptr;
+
+    // A std::mutex although fibers take it: it guards a push_back and never a wait, so a
+    // carrier holds it for nanoseconds; a fiber mutex would buy nothing here.
+    mutable std::mutex mutex_;
+    std::condition_variable wake_writer_;
+    std::vector<std::optional<Clock::time_point>> started_; // per worker: the attempt in flight
+    std::vector<Row> queued_;
+    SpikeCounts counts_;
+    bool interrupted_ = false;
+    bool closing_ = false;
+    std::string write_error_;
+    std::thread writer_;
+};

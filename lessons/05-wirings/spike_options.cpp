@@ -1,0 +1,81 @@
+#include "spike_options.hpp"
+
+#include "http_client.hpp"
+
+#include <arpa/inet.h>
+#include <stdexcept>
+#include <sys/resource.h>
+
+namespace {
+
+// What is wrong with `url` for our client, or "".
+std::string check_url(const std::string& flag, const std::string& url) {
+    std::string host, path;
+    int port = 0;
+    try {
+        split_url(url, host, port, path);
+    } catch (const std::invalid_argument& e) {
+        return flag + ": " + e.what();
+    }
+    in_addr address{};
+    if (::inet_pton(AF_INET, host.c_str(), &address) != 1)
+        return flag + ": '" + host + "' is not an IPv4 address (the spike resolves no names)";
+    if (port < 1 || port > 65535)
+        return flag + ": port " + std::to_string(port) + " is out of range";
+    return "";
+}
+
+} // namespace
+
+void add_spike_flags(Flags& flags, SpikeOptions& options) {
+    flags.add("url", options.url, "what every worker asks for (http://IPv4:PORT/path)")
+        .add("workers", options.workers, "workers, each a fiber with its own kept-alive connection")
+        .add("ramp", options.ramp, "worker i starts at ramp * i / workers")
+        .add("hold", options.hold, "after the ramp, keep asking this long; then start no attempt")
+        .add("timeout", options.timeout,
+             "an attempt (connect included) not answered within this is recorded as -1")
+        .add("connect-timeout", options.connect_timeout,
+             "a connect not done within this is recorded as -3 (checked before --timeout)")
+        .add("backoff", options.backoff, "after any answer other than 200, wait this long")
+        .add("out", options.out, "the CSV of attempts: ts,status,latency_ms")
+        .add("probe-url", options.probe_url,
+             "read http_server_requests_inflight and connector_connections_current from this "
+             "Prometheus /metrics URL once a second (none: no probe)")
+        .add("probe-out", options.probe_out,
+             "the probe's CSV: ts,inflight,connections [default: probe.csv with --probe-url]")
+        .add("carriers", options.carriers, "carrier threads running the workers' fibers");
+}
+
+std::string check_spike_options(const SpikeOptions& options) {
+    if (std::string error = check_url("--url", options.url); !error.empty()) return error;
+    if (options.workers < 1) return "--workers must be at least 1";
+    if (options.hold.count() <= 0) return "--hold must be more than 0";
+    if (options.timeout.count() <= 0) return "--timeout must be more than 0";
+    if (options.connect_timeout.count() <= 0) return "--connect-timeout must be more than 0";
+    if (options.carriers < 1) return "--carriers must be at least 1";
+    if (options.out.empty()) return "--out must name a file";
+    if (!options.probe_url.empty()) {
+        if (std::string error = check_url("--probe-url", options.probe_url); !error.empty())
+            return error;
+    } else if (!options.probe_out.empty()) {
+        return "--probe-out needs --probe-url (what to probe)";
+    }
+    return "";
+}
+
+std::string ensure_file_limit(int workers) {
+    // Besides one socket per worker: stdio, the two CSVs, each carrier's epoll and eventfd, the
+    // probe's socket. 64 is a comfortable margin for those.
+    const rlim_t needed = static_cast<rlim_t>(workers) + 64;
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return "";
+    if (limit.rlim_cur >= needed) return "";
+    if (limit.rlim_max < needed)
+        return "--workers " + std::to_string(workers) + " needs about " + std::to_string(needed) +
+               " open files, but this process may open at most " + std::to_string(limit.rlim_max) +
+               " (the hard limit, ulimit -Hn)";
+    limit.rlim_cur = limit.rlim_max; // the soft limit may be raised up to the hard one freely
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0)
+        return "cannot raise the open-file limit to " + std::to_string(limit.rlim_max);
+    return "";
+}

@@ -1,0 +1,21 @@
+// The words a running spike prints about itself.
+#pragma once
+
+#include "probe.hpp"
+#include "spike_log.hpp"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+
+// "200: 5000, 503: 12, -1: 3": HTTP statuses in ascending order, then the sentinels -1, -2 ...
+std::string status_mix(const std::map<int, long>& by_status);
+
+// One line while the spike runs, e.g.
+//   "35s of 110s, ETA 75s | in flight 6998 | 10234 rows (200: 10000, -1: 234) | server: inflight
+//   200, connections 7000"
+// After ramp + hold the ETA part says "finishing" instead. `probe` adds the server part.
+std::string progress_line(std::chrono::steady_clock::duration elapsed,
+                          std::chrono::steady_clock::duration planned, const SpikeCounts& counts,
+                          const std::optional<ProbeSample>& probe);
