@@ -56,9 +56,10 @@ PgPool::Slot* PgPool::take(std::chrono::milliseconds timeout) {
         publish_locked();
         return slot;
     };
-    // In FIFO order a newcomer may take a free connection only when nobody is waiting; barging
-    // lets it take one regardless.
-    if (!free_.empty() && (options_.barging || waiters_.empty())) return take_free();
+    // A free place is anyone's. In FIFO order there is none while borrowers wait: give_back()
+    // hands a returned connection straight to the oldest waiter. When barging, the connection
+    // becomes free, and a newcomer may take it before the woken waiter runs.
+    if (!free_.empty()) return take_free();
 
     Waiter me;
     const auto my_place = waiters_.insert(waiters_.end(), &me);
