@@ -88,8 +88,9 @@ struct PinningDetector::Impl {
     Options options;
     std::chrono::nanoseconds threshold;
     // How often the watchdog looks: a quarter of the threshold, so a pin is sampled at most a
-    // quarter late; never more often than every millisecond (the watchdog's own cost), never
-    // less often than every 5 ms.
+    // quarter of the threshold late; never more often than every millisecond. Each look is a
+    // wake-up of the watchdog thread, its main cost (see pindemo/README.md): a higher threshold
+    // costs less.
     std::chrono::microseconds tick;
     std::FILE* events_file = nullptr;
     std::atomic<int> events{0};
@@ -110,8 +111,8 @@ struct PinningDetector::Impl {
 
     explicit Impl(Options o)
         : options(std::move(o)), threshold(options.threshold),
-          tick(std::clamp<std::chrono::microseconds>(
-              options.threshold / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(5))) {}
+          tick(std::max<std::chrono::microseconds>(options.threshold / 4,
+                                                   std::chrono::milliseconds(1))) {}
 
     std::shared_ptr<CarrierMonitor> add_carrier(std::string label, int tid) {
         auto monitor = std::make_shared<CarrierMonitor>(std::move(label), tid);
@@ -163,7 +164,17 @@ struct PinningDetector::Impl {
 
     void look_at(Watched& w) {
         const std::int64_t now = now_ns();
-        const std::uint64_t wait_now = w.runqueue_wait();
+        // Reading the scheduler statistics is a /proc read, the watchdog's main cost: only
+        // when a fiber holds the carrier now, or a turn that ended must be judged. An idle
+        // server reads nothing. A baseline read earlier than needed only makes the OS's share
+        // of a turn look larger, which errs towards not reporting.
+        bool have_wait = false;
+        std::uint64_t wait_now_value = w.last_wait;
+        auto wait_now = [&] {
+            if (!have_wait) wait_now_value = w.runqueue_wait();
+            have_wait = true;
+            return wait_now_value;
+        };
         if (w.sample_pending) {
             if (w.monitor->collect_sample(w.sample)) {
                 sample_arrived(w);
@@ -178,17 +189,18 @@ struct PinningDetector::Impl {
         if (!w.sample_pending) {
             LongTurn turn;
             while (w.monitor->next_long_turn(turn))
-                turn_ended(w, turn, wait_now);
+                turn_ended(w, turn, wait_now());
         }
         const std::int64_t turn = w.monitor->current_turn_start();
         if (turn != w.seen_turn) {
             w.seen_turn = turn;
             w.baseline_wait = w.last_wait;
         } else if (turn != 0 && turn != w.sampled_turn && !w.sample_pending) {
-            const std::int64_t off_cpu = static_cast<std::int64_t>(wait_now - w.baseline_wait);
+            const std::int64_t off_cpu = static_cast<std::int64_t>(wait_now() - w.baseline_wait);
             if (now - turn - off_cpu >= threshold.count()) ask_for_sample(w, turn);
         }
-        w.last_wait = wait_now;
+        if (turn != 0) wait_now();
+        w.last_wait = wait_now_value;
     }
 
     void ask_for_sample(Watched& w, std::int64_t turn) {

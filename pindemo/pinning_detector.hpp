@@ -7,8 +7,8 @@
 //  1. every carrier started from then on runs its scheduling algorithm inside a
 //     MonitoredAlgorithm, which times each fiber's turn on the carrier (monitored_algorithm.hpp);
 //  2. a watchdog thread (one per process) looks at every carrier each tick (a quarter of the
-//     threshold, at most 5 ms); a turn older than the threshold gets its stack sampled on the
-//     spot, while the fiber still holds the carrier (stack_sampler.hpp);
+//     threshold); a turn older than the threshold gets its stack sampled on the spot, while the
+//     fiber still holds the carrier (stack_sampler.hpp);
 //  3. when that turn ends, one event is reported: a block of text on stderr, one JSON object
 //     per line in the events file, and a call to on_event. Reporting at the end means the
 //     duration is known; the price is that a fiber that never gives its carrier back is never
@@ -22,7 +22,7 @@
 // Both are counted and shown in the summary line the detector prints when it stops.
 //
 // Cost when nothing pins: a clock read and a few stores per fiber switch, and a watchdog that
-// wakes every few milliseconds (see pindemo/README.md for measurements).
+// wakes four times per threshold (see pindemo/README.md for measurements).
 #pragma once
 
 #include "pinning_event.hpp"

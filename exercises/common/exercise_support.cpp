@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/fiber/operations.hpp>
+#include <cstdio>
 #include <thread>
 
 namespace {
@@ -34,8 +35,20 @@ TestCarrier::TestCarrier(std::string name, Carrier::SchedulerSetup setup)
 }
 
 TestCarrier::~TestCarrier() {
+    if (!abandoned_) {
+        // Stop (and join) from a helper thread, so that a fiber that never ends cannot hang the
+        // test's teardown: after the grace period the carrier is abandoned like a stuck one.
+        auto stopped = std::make_shared<std::promise<void>>();
+        auto done = stopped->get_future();
+        std::thread([carrier = carrier_.get(), stopped] {
+            carrier->stop();
+            stopped->set_value();
+        }).detach();
+        if (done.wait_for(std::chrono::seconds(5)) == std::future_status::ready) return;
+        std::fprintf(stderr, "test carrier: a fiber did not end within 5 s; abandoned\n");
+    }
     // A stuck carrier cannot be joined: leak it, thread and all, and let the process end it.
-    if (abandoned_) (void)carrier_.release();
+    (void)carrier_.release();
 }
 
 std::future<void> TestCarrier::start(std::function<void()> task) {

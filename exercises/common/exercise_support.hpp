@@ -17,11 +17,13 @@
 #include <memory>
 #include <string>
 
-// A carrier for one test.
+// A carrier for one test. Declare it after everything its fibers use: it is then destroyed
+// first, and its fibers end while what they touch still exists.
 class TestCarrier {
 public:
     explicit TestCarrier(std::string name = "test-carrier", Carrier::SchedulerSetup setup = {});
-    // Stops and joins the carrier, unless a fiber on it missed its limit (see run()).
+    // Stops the carrier once its fibers have ended. A fiber that missed its limit in run() or
+    // finished(), or that is still running 5 s from now, gets the carrier abandoned instead.
     ~TestCarrier();
     TestCarrier(const TestCarrier&) = delete;
     TestCarrier& operator=(const TestCarrier&) = delete;
@@ -81,8 +83,9 @@ private:
 class Latch {
 public:
     void open();
-    // False when `limit` passed before open().
-    bool wait(std::chrono::milliseconds limit = std::chrono::milliseconds(10000));
+    // False when `limit` passed before open(). The default is short: tests open latches within
+    // milliseconds, and a stub that never gets there must fail fast, not after 10 s.
+    bool wait(std::chrono::milliseconds limit = std::chrono::milliseconds(2000));
 
 private:
     boost::fibers::mutex mutex_;

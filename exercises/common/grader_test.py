@@ -52,9 +52,9 @@ def fenced(path):
     """The lines inside `// ---- do not change` ... `// ---- end of do not change` fences."""
     kept, inside = [], False
     for line in path.read_text().splitlines():
-        if line.startswith("// ---- end of do not change"):
+        if line.strip().startswith("// ---- end of do not change"):
             inside = False
-        elif line.startswith("// ---- do not change"):
+        elif line.strip().startswith("// ---- do not change"):
             inside = True
         elif inside:
             kept.append(line)
