@@ -330,3 +330,32 @@ TEST_CASE("a query on a session terminated mid-flight fails at once, and the nex
     PgPool::Lease lease = pool.borrow();
     CHECK(lease->query("SELECT pg_backend_pid()", 5s).value(0, 0) != std::to_string(pid));
 }
+
+TEST_CASE("the counters show active, idle, pending and timed-out borrowers", "[lesson04][pool]") {
+    PgPool pool(pool_options(2, 200ms));
+    auto counters = [&] {
+        const PoolStats s = pool.stats();
+        return std::vector<long>{s.size, s.total,   s.active,
+                                 s.idle, s.pending, static_cast<long>(s.timeouts)};
+    };
+    STEP("counters are {size, total, active, idle, pending, timeouts}");
+    CHECK(counters() == std::vector<long>{2, 0, 0, 0, 0, 0}); // nothing opened yet
+    pool.open();
+    CHECK(counters() == std::vector<long>{2, 2, 0, 2, 0, 0});
+    PgPool::Lease a = pool.borrow();
+    CHECK(counters() == std::vector<long>{2, 2, 1, 1, 0, 0});
+    PgPool::Lease b = pool.borrow();
+    CHECK(counters() == std::vector<long>{2, 2, 2, 0, 0, 0});
+    Borrowers borrowers(1);
+    borrowers.on_thread([&] { pool.borrow(); }); // waits 200 ms, then gives up
+    REQUIRE(eventually([&] { return pool.stats().pending == 1; }));
+    CHECK(counters() == std::vector<long>{2, 2, 2, 0, 1, 0});
+    REQUIRE(borrowers.wait(30s));
+    CHECK(borrowers.errors() ==
+          std::vector<std::string>{"Connection is not available, request timed out after 200ms "
+                                   "(total=2, active=2, idle=0, waiting=0)"});
+    CHECK(counters() == std::vector<long>{2, 2, 2, 0, 0, 1});
+    a.release();
+    b.release();
+    CHECK(counters() == std::vector<long>{2, 2, 0, 2, 0, 1});
+}

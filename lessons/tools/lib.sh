@@ -23,6 +23,7 @@ start_server() {
     shift
     mkdir -p "$LOGS"
     local log=$LOGS/$name.log
+    : >"$log" # now, not in the background job: the wait below must not read the last run's log
     "$@" >"$log" 2>&1 &
     SERVER_PID=$!
     SERVER_PIDS+=("$SERVER_PID")
