@@ -64,6 +64,9 @@ void Carrier::run(const SchedulerSetup& setup) {
                                  if (--live == 0) all_done.notify_all();
                              })
             .detach();
+        // Let the new fiber (and any other ready one) run before taking the next task: a burst
+        // of thousands of spawns would otherwise hold the carrier until the inbox is empty.
+        boost::this_fiber::yield();
     }
     std::unique_lock<boost::fibers::mutex> lock(mutex);
     all_done.wait(lock, [&] { return live == 0; });
