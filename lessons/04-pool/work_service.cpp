@@ -30,10 +30,11 @@ WorkResult WorkService::do_work() {
     return result;
 }
 
-void add_work_route(httplib::Server& server, WorkService& work) {
-    server.Get("/work", [&work](const httplib::Request&, httplib::Response& res) {
+void add_work_route(httplib::Server& server, WorkCall work) {
+    server.Get("/work", [work = std::move(work)](const httplib::Request&, httplib::Response& res) {
+        std::string failure;
         try {
-            const WorkResult result = work.do_work();
+            const WorkResult result = work();
             char json[200];
             std::snprintf(json, sizeof json,
                           "{\"checkout_ms\":%.3f,\"query_ms\":%.3f,\"backend_pid\":%d,"
@@ -41,9 +42,17 @@ void add_work_route(httplib::Server& server, WorkService& work) {
                           result.checkout_ms, result.query_ms, result.backend_pid,
                           thread_label().c_str());
             res.set_content(json, "application/json");
-        } catch (const std::exception& e) { // PoolTimeout, PgError
-            res.status = 500;
-            res.set_content(std::string(e.what()) + "\n", "text/plain");
+            return;
+        } catch (const PoolTimeout& e) {
+            failure = e.what();
+        } catch (const PgError& e) {
+            failure = e.what();
         }
+        res.status = 500;
+        res.set_content(failure + "\n", "text/plain");
     });
+}
+
+void add_work_route(httplib::Server& server, WorkService& work) {
+    add_work_route(server, [&work] { return work.do_work(); });
 }

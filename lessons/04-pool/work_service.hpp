@@ -14,6 +14,7 @@
 #include "pg_pool.hpp"
 
 #include <chrono>
+#include <functional>
 #include <httplib.h>
 
 struct WorkResult {
@@ -37,4 +38,12 @@ private:
     PgPool& pool_;
 };
 
+// What GET /work runs: WorkService::do_work, or a wrapper around it (lesson 06 puts a
+// concurrency gate in front of it).
+using WorkCall = std::function<WorkResult()>;
+
+// GET /work. PoolTimeout and PgError, the failures of the work itself, become 500 with their
+// message. Any other exception (lesson 06's gate rejection) is left to the server's exception
+// handler: the application decides how it maps (cpp-httplib's default is a 500 without a body).
+void add_work_route(httplib::Server& server, WorkCall work);
 void add_work_route(httplib::Server& server, WorkService& work);
