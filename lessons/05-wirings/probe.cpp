@@ -63,7 +63,7 @@ Probe::Probe(const std::string& url, const std::string& path, Clock::time_point 
     file_ = std::fopen(path.c_str(), "w");
     if (file_ == nullptr)
         throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-    std::fputs("ts,inflight,connections\n", file_);
+    std::fputs("ts,inflight,connections,pool_pending\n", file_);
     std::fflush(file_);
     thread_ = std::thread([this] { run(); });
 }
@@ -95,6 +95,7 @@ ProbeSample Probe::sample(Clock::time_point at) const {
         sample.inflight = metric_value(response.body, "http_server_requests_inflight").value_or(-1);
         sample.connections =
             metric_value(response.body, "connector_connections_current").value_or(-1);
+        sample.pool_pending = metric_value(response.body, "pool_connections_pending").value_or(-1);
     } catch (const std::exception&) {
         // No answer: the row says -1, which is what happened.
     }
@@ -108,7 +109,8 @@ void Probe::run() {
         if (wake_.wait_until(lock, next, [&] { return stopping_; })) return;
         lock.unlock();
         const ProbeSample taken = sample(Clock::now());
-        std::fprintf(file_, "%.3f,%.15g,%.15g\n", taken.ts_ms, taken.inflight, taken.connections);
+        std::fprintf(file_, "%.3f,%.15g,%.15g,%.15g\n", taken.ts_ms, taken.inflight,
+                     taken.connections, taken.pool_pending);
         std::fflush(file_);
         lock.lock();
         ++samples_;

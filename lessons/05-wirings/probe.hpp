@@ -2,13 +2,15 @@
 //
 // A plain thread (not a fiber: it must keep its clock however busy the carriers are) asks the
 // server's management /metrics for its Prometheus text once a second and writes one CSV row
-// per sample, `ts,inflight,connections`:
-//   ts           when the sample was taken, in ms since the spike began (about 0, 1000, 2000 ...)
-//   inflight     http_server_requests_inflight: requests inside the app
-//   connections  connector_connections_current: open connections, queued ones included
+// per sample, `ts,inflight,connections,pool_pending`:
+//   ts            when the sample was taken, in ms since the spike began (about 0, 1000, 2000 ...)
+//   inflight      http_server_requests_inflight: requests inside the app
+//   connections   connector_connections_current: open connections, queued ones included
+//   pool_pending  pool_connections_pending: requests waiting for a database connection
 // -1 where a sample failed: no answer within a second (server down or hung), an answer other
-// than 200, or the metric missing from it. Each sample opens a fresh connection, so a restarted
-// server is simply probed again.
+// than 200, or the metric missing from it (a server without a pool has no pool_pending; only
+// a missing inflight or connections counts the sample as failed). Each sample opens a fresh
+// connection, so a restarted server is simply probed again.
 #pragma once
 
 #include <chrono>
@@ -28,6 +30,7 @@ struct ProbeSample {
     double ts_ms = 0;
     double inflight = -1; // -1: failed
     double connections = -1;
+    double pool_pending = -1;
 };
 
 class Probe {

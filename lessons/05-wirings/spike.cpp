@@ -9,7 +9,8 @@
 //   --out        ts,status,latency_ms: one row per attempt (see spike_log.hpp). status is the
 //                HTTP status or a sentinel: -1 response timeout, -2 other transport error,
 //                -3 connect timeout (checked first), -4 still in flight when interrupted.
-//   --probe-out  ts,inflight,connections from the server's /metrics once a second (probe.hpp).
+//   --probe-out  ts,inflight,connections,pool_pending from the server's /metrics once a second
+//                (probe.hpp).
 //   stderr       progress: a refreshed line each second on a terminal, a plain line every
 //                10 s otherwise.
 //   stdout       a summary line at the end: rows and status mix.

@@ -42,7 +42,8 @@ void add_spike_flags(Flags& flags, SpikeOptions& options) {
              "read http_server_requests_inflight and connector_connections_current from this "
              "Prometheus /metrics URL once a second (none: no probe)")
         .add("probe-out", options.probe_out,
-             "the probe's CSV: ts,inflight,connections [default: probe.csv with --probe-url]")
+             "the probe's CSV: ts,inflight,connections,pool_pending [default: probe.csv with "
+             "--probe-url]")
         .add("carriers", options.carriers, "carrier threads running the workers' fibers");
 }
 

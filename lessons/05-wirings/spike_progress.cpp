@@ -45,5 +45,6 @@ std::string progress_line(std::chrono::steady_clock::duration elapsed,
     if (probe)
         line += " | server: inflight " + number(probe->inflight) + ", connections " +
                 number(probe->connections);
+    if (probe && probe->pool_pending >= 0) line += ", pool pending " + number(probe->pool_pending);
     return line;
 }

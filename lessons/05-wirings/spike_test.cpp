@@ -512,7 +512,7 @@ TEST_CASE("metric values are read from Prometheus text", "[lesson05][probe]") {
 
 TEST_CASE("the probe samples /metrics once a second and writes -1 for what it cannot read",
           "[lesson05][probe]") {
-    std::atomic<int> mode{0}; // 0: both metrics, 1: inflight missing, 2: answers 500
+    std::atomic<int> mode{0}; // 0: all metrics, 1: inflight missing, 2: answers 500
     httplib::Server metrics;
     metrics.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
         if (mode == 2) {
@@ -521,7 +521,7 @@ TEST_CASE("the probe samples /metrics once a second and writes -1 for what it ca
         }
         std::string text = "# TYPE connector_connections_current gauge\n"
                            "connector_connections_current 34\n";
-        if (mode == 0) text += "http_server_requests_inflight 12\n";
+        if (mode == 0) text += "http_server_requests_inflight 12\npool_connections_pending 56\n";
         res.set_content(text, "text/plain; version=0.0.4");
     });
     const int port = metrics.bind_to_any_port("127.0.0.1");
@@ -539,15 +539,17 @@ TEST_CASE("the probe samples /metrics once a second and writes -1 for what it ca
         return *probe.last();
     };
     // Each phase waits two samples: the first may have been taken before the switch.
-    STEP("both metrics served");
+    STEP("all metrics served");
     ProbeSample sample = samples_later(2);
     CHECK(sample.inflight == 12);
     CHECK(sample.connections == 34);
-    STEP("inflight missing");
+    CHECK(sample.pool_pending == 56);
+    STEP("inflight and pool_pending missing");
     mode = 1;
     sample = samples_later(2);
     CHECK(sample.inflight == -1);
     CHECK(sample.connections == 34);
+    CHECK(sample.pool_pending == -1);
     STEP("/metrics answers 500");
     mode = 2;
     sample = samples_later(2);
@@ -565,9 +567,9 @@ TEST_CASE("the probe samples /metrics once a second and writes -1 for what it ca
     STEP("the CSV has " << lines.size() << " lines; the probe took " << probe.samples()
                         << " samples");
     REQUIRE(lines.size() == static_cast<std::size_t>(probe.samples()) + 1);
-    CHECK(lines[0] == "ts,inflight,connections");
-    CHECK(lines[1].substr(lines[1].find(',')) == ",12,34");
-    CHECK(lines.back().substr(lines.back().find(',')) == ",-1,-1");
+    CHECK(lines[0] == "ts,inflight,connections,pool_pending");
+    CHECK(lines[1].substr(lines[1].find(',')) == ",12,34,56");
+    CHECK(lines.back().substr(lines.back().find(',')) == ",-1,-1,-1");
     double previous = -1000;
     for (std::size_t i = 1; i < lines.size(); ++i) {
         const double ts = std::stod(lines[i]);
@@ -594,6 +596,10 @@ TEST_CASE("the progress line shows time, ETA, in flight and the status mix", "[l
     CHECK(progress_line(111s, 110s, counts, probe) ==
           "111s of 110s, finishing | in flight 7 | 10 rows (200: 5, 503: 2, -1: 1, -3: 2) | "
           "server: inflight 200, connections 7000");
+    probe.pool_pending = 6790;
+    CHECK(progress_line(111s, 110s, counts, probe) ==
+          "111s of 110s, finishing | in flight 7 | 10 rows (200: 5, 503: 2, -1: 1, -3: 2) | "
+          "server: inflight 200, connections 7000, pool pending 6790");
 }
 
 // --- The program ---------------------------------------------------------------------------------
