@@ -1,0 +1,136 @@
+// Lesson 05 checkpoint: lesson05 on a real PostgreSQL. The two wirings run the same application
+// with the same settings; a short spike shows where each one keeps its queue:
+//   platform: at most threads-max requests inside the app, the rest queued out of sight, no errors
+//   vt:       everything inside the app, the queue moved onto the pool, 500s at the pool timeout
+// The spikes are scaled down (1,000 workers, a 3 s pool timeout) and the bounds are generous:
+// they check the shape, which physics fixes, not figures a busy machine can shift.
+#include "pg_test_support.hpp"
+#include "wired_test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+namespace {
+
+const std::string lesson05 = BIN_DIR "/lesson05";
+
+// 200 answers a second at most (10 connections / 0.05 s), so 3 s of waiting covers a pool
+// queue of about 600. 1,000 workers overflow it under vt; platform's 200 threads never come
+// close (190 waiters: about one second).
+const std::vector<std::string> scaled = {"--pool-timeout", "3s", "--management-port", "0"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
+} // namespace
+
+TEST_CASE("both profiles run with the same settings but the executor", "[lesson05][checkpoint]") {
+    const auto platform = print_config(lesson05, {"--profile", "platform"});
+    const auto vt = print_config(lesson05, {"--profile", "vt"});
+    STEP("lesson05 --print-config: " << platform.size() << " settings");
+    for (const char* key : {"endpoint", "query", "pool_size", "pool_timeout", "max_connections",
+                            "accept_count", "keep_alive_timeout", "read_timeout"})
+        CHECK(platform.count(key) == 1);
+    CHECK(platform.at("pool_size") == "10");
+    CHECK(platform.at("pool_timeout") == "30s");
+    CHECK(platform.at("max_connections") == "8192");
+    CHECK(platform.at("accept_count") == "100");
+    std::set<std::string> differ;
+    for (const auto& [key, value] : platform) {
+        INFO(key << ": platform '" << value << "', vt '" << (vt.count(key) ? vt.at(key) : "?")
+                 << "'");
+        REQUIRE(vt.count(key) == 1);
+        if (vt.at(key) != value) differ.insert(key);
+    }
+    CHECK(vt.size() == platform.size());
+    CHECK(differ == std::set<std::string>{"profile", "executor"});
+    CHECK(platform.at("executor") == "platform threads: 200, first-come queue");
+    CHECK(vt.at("executor") == "connection fibers (--threads-max 200 has no effect)");
+}
+
+TEST_CASE("an unknown profile is one line and exit status 2", "[lesson05]") {
+    std::string output;
+    const int status = run_program({lesson05, "--profile", "vt-gated"}, output);
+    STEP("lesson05 --profile vt-gated exited " << status << ": " << output);
+    CHECK(status == 2);
+    CHECK(output == "lesson05: --profile: 'vt-gated' is not one of platform|vt (try --help)\n");
+}
+
+TEST_CASE("/health says UP with the database, then 503 DOWN once it stops", "[lesson05]") {
+    PrivateCluster database("lesson05-health");
+    ServerProcess server(lesson05, with(scaled, {"--db", database.conninfo()}), "lesson05-health");
+    const int management = management_port_of(server);
+    STEP("lesson05 on port " << server.port() << ", management " << management);
+    Answer health = management_get(management, "/health");
+    CHECK(health.status == 200);
+    CHECK(health.body == "{\"status\":\"UP\",\"app\":\"UP\",\"database\":\"UP\"}\n");
+    database.stop();
+    STEP("PostgreSQL stopped");
+    health = management_get(management, "/health");
+    CHECK(health.status == 503);
+    CHECK(health.body.rfind("{\"status\":\"DOWN\",\"app\":\"UP\",\"database\":\"DOWN\",", 0) == 0);
+}
+
+TEST_CASE("/metrics has what the probe and the demo read, in both profiles", "[lesson05]") {
+    for (const std::string profile : {"platform", "vt"}) {
+        ServerProcess server(lesson05,
+                             with(scaled, {"--db", test_conninfo(), "--profile", profile}),
+                             "lesson05-metrics-" + profile);
+        const Answer metrics = management_get(management_port_of(server), "/metrics");
+        STEP(profile << ": /metrics answered " << metrics.status);
+        REQUIRE(metrics.status == 200);
+        for (const std::string name :
+             {"http_server_requests_inflight", "http_server_requests_total",
+              "connector_connections_current", "connector_connections_max",
+              "pool_connections_active", "pool_connections_idle", "pool_connections_pending",
+              "pool_connections_max", "pool_checkout_timeouts_total"}) {
+            INFO(name);
+            CHECK(metrics.body.find("# HELP " + name + " ") != std::string::npos);
+            CHECK(metrics.body.find("# TYPE " + name + " ") != std::string::npos);
+        }
+        CHECK(metrics.body.find("\npool_connections_max 10\n") != std::string::npos);
+        const bool has_executor =
+            metrics.body.find("\nexecutor_threads_max 200\n") != std::string::npos;
+        CHECK(has_executor == (profile == "platform"));
+    }
+}
+
+TEST_CASE("platform spike: threads-max requests in flight, the rest queued, no errors",
+          "[lesson05][checkpoint]") {
+    ServerProcess server(lesson05, with(scaled, {"--db", test_conninfo(), "--profile", "platform"}),
+                         "lesson05-spike-platform");
+    const SpikeShape shape = run_spike(server, "lesson05-spike-platform", SpikePlan{});
+    STEP("1000 workers against platform: " << shape.describe());
+    CHECK(shape.count(200) > 0);
+    CHECK(shape.count(200) == shape.rows); // no 500, no 503, no client timeout
+    // 1,000 workers on 200 threads: the threads are all busy at every sample after the ramp,
+    // and never more than 200 run a handler.
+    CHECK(shape.max_inflight <= 200);
+    CHECK(shape.max_inflight >= 180);
+    // ... while every worker's connection is open: the queue no metric of the app shows.
+    CHECK(shape.max_connections >= 900);
+    CHECK(shape.max_pool_pending <= 190);
+}
+
+TEST_CASE("vt spike: everything in flight, the pool's queue overflows its timeout: 500s",
+          "[lesson05][checkpoint]") {
+    ServerProcess server(lesson05, with(scaled, {"--db", test_conninfo(), "--profile", "vt"}),
+                         "lesson05-spike-vt");
+    const SpikeShape shape = run_spike(server, "lesson05-spike-vt", SpikePlan{});
+    STEP("1000 workers against vt: " << shape.describe());
+    CHECK(shape.count(200) > 0);
+    CHECK(shape.count(500) > 0);
+    CHECK(shape.count(200) + shape.count(500) == shape.rows);
+    // The 500s are pool timeouts: at the 3 s line (plus the time to answer), not before.
+    CHECK(shape.median_ms(500) >= 3000);
+    CHECK(shape.median_ms(500) <= 4500);
+    // --threads-max is inert: far more than 200 requests are inside the app ...
+    CHECK(shape.max_inflight >= 500);
+    // ... and they queue for the pool, far beyond its 10 connections.
+    CHECK(shape.max_pool_pending >= 400);
+    // Goodput barely changes: still about 200 a second (bound: a quarter of that).
+    CHECK(shape.count(200) / shape.seconds >= 50);
+}

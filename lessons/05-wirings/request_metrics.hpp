@@ -1,0 +1,55 @@
+// What the application counts about its requests, for GET /metrics.
+//
+//  * in flight: requests inside the app, i.e. whose handler is running right now. The executor
+//    counts them (wiring.hpp) with an InFlight guard around the request's serve function, so a
+//    request waiting in the platform executor's queue is NOT in flight: its connection is open
+//    (connector_connections_current counts it) but the app has not started on it. Under vt every
+//    request whose head has arrived is in flight at once.
+//  * responses by status: every response cpp-httplib writes (count_responses installs its
+//    logger, which process_request calls after writing each one, 404s and 500s included).
+//    The connector's own refusals (408, 413, 431 ...) never reach the app and are not counted.
+//
+// Everything is an atomic: handlers on carriers and on platform threads update it, and the
+// management thread reads it without ever waiting for them.
+#pragma once
+
+#include "metrics_text.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <httplib.h>
+
+class RequestMetrics {
+public:
+    // A request inside the app for the guard's lifetime (RAII: an exception cannot leak a count).
+    class InFlight {
+    public:
+        explicit InFlight(RequestMetrics& metrics) : metrics_(metrics) {
+            metrics_.inflight_.fetch_add(1, std::memory_order_relaxed);
+        }
+        ~InFlight() { metrics_.inflight_.fetch_sub(1, std::memory_order_relaxed); }
+        InFlight(const InFlight&) = delete;
+        InFlight& operator=(const InFlight&) = delete;
+
+    private:
+        RequestMetrics& metrics_;
+    };
+
+    int inflight() const { return inflight_.load(std::memory_order_relaxed); }
+
+    void count_response(int status);
+    // Responses written with `status` so far.
+    std::uint64_t responses(int status) const;
+
+    // http_server_requests_inflight and http_server_requests_total{status="..."}.
+    void collect(MetricsText& out) const;
+
+private:
+    std::atomic<int> inflight_{0};
+    // One counter per status code 100..599; anything outside that range counts as 0 ("other").
+    std::array<std::atomic<std::uint64_t>, 600> by_status_{};
+};
+
+// Makes `app` count each response it writes in `metrics` (through cpp-httplib's logger).
+void count_responses(httplib::Server& app, RequestMetrics& metrics);

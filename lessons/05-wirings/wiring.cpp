@@ -1,0 +1,18 @@
+#include "wiring.hpp"
+
+Connector::Executor on_connection_fiber(RequestMetrics& metrics) {
+    return [&metrics](const std::function<bool()>& serve) {
+        const RequestMetrics::InFlight in_flight(metrics);
+        return serve();
+    };
+}
+
+Connector::Executor on_platform_threads(PlatformExecutor& threads, RequestMetrics& metrics) {
+    return [&threads, &metrics](const std::function<bool()>& serve) {
+        return threads.run([&] {
+            // Counted from the moment a thread takes the request, not while it is queued.
+            const RequestMetrics::InFlight in_flight(metrics);
+            return serve();
+        });
+    };
+}

@@ -1,0 +1,290 @@
+// Unit tests of lesson 05's parts, in this process, without a database: the two executors and
+// their in-flight accounting, the response counter, the Prometheus text, the management port.
+// Handlers are held on a latch that the test opens, so every "at most 4 at once" is a fact the
+// test waits for, not a guess about timing.
+#include "management_server.hpp"
+#include "metrics_text.hpp"
+#include "platform_executor.hpp"
+#include "probe.hpp"
+#include "request_metrics.hpp"
+#include "test_support.hpp"
+#include "wiring.hpp"
+
+#include <boost/fiber/condition_variable.hpp>
+#include <boost/fiber/mutex.hpp>
+#include <catch2/catch.hpp>
+#include <httplib.h>
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Closed until open() is called; wait() parks a fiber or blocks a thread until then.
+class Latch {
+public:
+    void wait() {
+        std::unique_lock<boost::fibers::mutex> lock(mutex_);
+        opened_.wait(lock, [this] { return open_; });
+    }
+    void open() {
+        std::lock_guard<boost::fibers::mutex> lock(mutex_);
+        open_ = true;
+        opened_.notify_all();
+    }
+
+private:
+    boost::fibers::mutex mutex_;
+    boost::fibers::condition_variable opened_;
+    bool open_ = false;
+};
+
+template <typename Condition>
+bool eventually(Condition condition, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(2ms);
+    }
+    return true;
+}
+
+std::string get(const std::string& path) {
+    return "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n";
+}
+
+std::string body_of(const std::string& response) {
+    const auto at = response.find("\r\n\r\n");
+    return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+// A connector whose /hold handler waits on `release`, with the lesson's metrics, wired either
+// way. /where says where the handler ran.
+struct WiredServer {
+    HttpApp app;
+    RequestMetrics metrics;
+    Latch release;
+    std::unique_ptr<PlatformExecutor> threads;
+    std::unique_ptr<Connector> connector;
+
+    explicit WiredServer(Wiring wiring, int threads_max = 4) {
+        app.Get("/hold", [this](const httplib::Request&, httplib::Response& res) {
+            release.wait();
+            res.set_content("released\n", "text/plain");
+        });
+        app.Get("/where", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(on_fiber() ? "fiber\n" : "thread\n", "text/plain");
+        });
+        count_responses(app, metrics);
+        ConnectorOptions options;
+        options.port = 0;
+        Connector::Executor executor;
+        if (wiring == Wiring::platform) {
+            threads = std::make_unique<PlatformExecutor>(threads_max);
+            executor = on_platform_threads(*threads, metrics);
+        } else {
+            executor = on_connection_fiber(metrics);
+        }
+        connector = std::make_unique<Connector>(app, options, executor);
+        connector->start();
+    }
+    ~WiredServer() {
+        release.open(); // a failed test must not leave handlers waiting
+        connector->stop();
+    }
+    int port() const { return connector->port(); }
+};
+
+// Sends GET /hold on `count` connections of their own.
+std::vector<std::unique_ptr<RawConnection>> hold_requests(int port, int count) {
+    std::vector<std::unique_ptr<RawConnection>> clients;
+    for (int i = 0; i < count; ++i) {
+        clients.push_back(std::make_unique<RawConnection>(port));
+        REQUIRE(clients.back()->send(get("/hold")));
+    }
+    return clients;
+}
+
+} // namespace
+
+TEST_CASE("under platform at most threads-max requests are in flight; the rest queue, "
+          "their connections open",
+          "[lesson05][wiring]") {
+    WiredServer server(Wiring::platform, 4);
+    auto clients = hold_requests(server.port(), 10);
+    STEP("10 requests sent to /hold, which waits for the test; 4 platform threads");
+    REQUIRE(eventually([&] { return server.threads->queued() == 6; }));
+    STEP("6 requests wait in the executor's queue");
+    CHECK(server.metrics.inflight() == 4);
+    CHECK(server.threads->busy() == 4);
+    CHECK(server.connector->open_connections() == 10);
+    server.release.open();
+    STEP("released");
+    for (auto& client : clients)
+        CHECK(body_of(client->receive_response(10s)) == "released\n");
+    CHECK(server.metrics.responses(200) == 10);
+    CHECK(eventually([&] { return server.metrics.inflight() == 0; }));
+    CHECK(server.threads->queued() == 0);
+}
+
+TEST_CASE("under vt every request whose head arrived is in flight at once", "[lesson05][wiring]") {
+    WiredServer server(Wiring::vt);
+    auto clients = hold_requests(server.port(), 10);
+    STEP("10 requests sent to /hold, which waits for the test");
+    REQUIRE(eventually([&] { return server.metrics.inflight() == 10; }));
+    CHECK(server.connector->open_connections() == 10);
+    server.release.open();
+    for (auto& client : clients)
+        CHECK(body_of(client->receive_response(10s)) == "released\n");
+    CHECK(eventually([&] { return server.metrics.inflight() == 0; }));
+    CHECK(server.metrics.responses(200) == 10);
+}
+
+TEST_CASE("platform handlers run on OS threads, vt handlers on the connection's fiber",
+          "[lesson05][wiring]") {
+    for (const Wiring wiring : {Wiring::platform, Wiring::vt}) {
+        WiredServer server(wiring);
+        RawConnection client(server.port());
+        REQUIRE(client.send(get("/where")));
+        CHECK(body_of(client.receive_response(5s)) ==
+              (wiring == Wiring::platform ? "thread\n" : "fiber\n"));
+    }
+}
+
+TEST_CASE("every response the app writes is counted by status, 404s included",
+          "[lesson05][wiring]") {
+    WiredServer server(Wiring::vt);
+    RawConnection client(server.port());
+    for (const char* path : {"/where", "/where", "/nowhere"}) {
+        REQUIRE(client.send(get(path)));
+        client.receive_response(5s);
+    }
+    CHECK(server.metrics.responses(200) == 2);
+    CHECK(server.metrics.responses(404) == 1);
+    CHECK(server.metrics.responses(500) == 0);
+}
+
+TEST_CASE("the platform executor serves its queue first come, first served",
+          "[lesson05][executor]") {
+    PlatformExecutor executor(1);
+    Latch release;
+    std::mutex mutex;
+    std::vector<int> order;
+    std::vector<std::thread> callers;
+    callers.emplace_back([&] { executor.run([&] { return release.wait(), true; }); });
+    REQUIRE(eventually([&] { return executor.busy() == 1; }));
+    STEP("the only thread is held; five callers queue one after another");
+    for (int i = 1; i <= 5; ++i) {
+        callers.emplace_back([&, i] {
+            executor.run([&, i] {
+                std::lock_guard<std::mutex> lock(mutex);
+                order.push_back(i);
+                return true;
+            });
+        });
+        REQUIRE(eventually([&] { return executor.queued() == i; }));
+    }
+    release.open();
+    for (auto& caller : callers)
+        caller.join();
+    CHECK(order == std::vector<int>{1, 2, 3, 4, 5});
+}
+
+TEST_CASE("a task's exception reaches the caller waiting for it", "[lesson05][executor]") {
+    PlatformExecutor executor(2);
+    CHECK_THROWS_WITH(executor.run([]() -> bool { throw std::runtime_error("boom"); }), "boom");
+    CHECK(executor.run([] { return true; }));
+}
+
+TEST_CASE("metrics text has HELP and TYPE for every family, and the probe reads it",
+          "[lesson05][metrics]") {
+    MetricsText text;
+    text.gauge("connector_connections_current", "Open connections.", 2000)
+        .family("http_server_requests_total", MetricsText::Type::counter,
+                "Responses by status.\nSecond line \\ here.")
+        .sample(1234567, {{"status", "200"}})
+        .sample(5, {{"status", "5\"03"}})
+        .counter("pool_checkout_timeouts_total", "Gave up.", 7);
+    const std::string expected =
+        "# HELP connector_connections_current Open connections.\n"
+        "# TYPE connector_connections_current gauge\n"
+        "connector_connections_current 2000\n"
+        "# HELP http_server_requests_total Responses by status.\\nSecond line \\\\ here.\n"
+        "# TYPE http_server_requests_total counter\n"
+        "http_server_requests_total{status=\"200\"} 1234567\n"
+        "http_server_requests_total{status=\"5\\\"03\"} 5\n"
+        "# HELP pool_checkout_timeouts_total Gave up.\n"
+        "# TYPE pool_checkout_timeouts_total counter\n"
+        "pool_checkout_timeouts_total 7\n";
+    CHECK(text.text() == expected);
+    CHECK(metric_value(text.text(), "connector_connections_current") == 2000);
+    CHECK(metric_value(text.text(), "http_server_requests_total") == 1234572);
+    CHECK_FALSE(metric_value(text.text(), "http_server_requests").has_value());
+}
+
+TEST_CASE("the request metrics are one gauge and one counter per status seen",
+          "[lesson05][metrics]") {
+    RequestMetrics metrics;
+    metrics.count_response(200);
+    metrics.count_response(200);
+    metrics.count_response(503);
+    metrics.count_response(42); // not an HTTP status: counted as "other"
+    const RequestMetrics::InFlight one(metrics), two(metrics);
+    MetricsText text;
+    metrics.collect(text);
+    const std::string exposition = text.text();
+    INFO(exposition);
+    CHECK(metric_value(exposition, "http_server_requests_inflight") == 2);
+    CHECK(exposition.find("http_server_requests_total{status=\"200\"} 2\n") != std::string::npos);
+    CHECK(exposition.find("http_server_requests_total{status=\"503\"} 1\n") != std::string::npos);
+    CHECK(exposition.find("http_server_requests_total{status=\"other\"} 1\n") != std::string::npos);
+    CHECK(exposition.find("status=\"500\"") == std::string::npos);
+}
+
+TEST_CASE("the management port serves /metrics from its collectors and /health with the "
+          "database's state",
+          "[lesson05][management]") {
+    bool database_up = true;
+    ManagementServer management("127.0.0.1", 0, [&](std::string& why) {
+        why = "no answer from the server";
+        return database_up;
+    });
+    management.add_metrics([](MetricsText& out) { out.gauge("first_metric", "One.", 1); });
+    management.add_metrics([](MetricsText& out) { out.gauge("second_metric", "Two.", 2); });
+    management.start();
+    STEP("management on port " << management.port());
+    httplib::Client client("127.0.0.1", management.port());
+    auto metrics = client.Get("/metrics");
+    REQUIRE(metrics);
+    CHECK(metrics->status == 200);
+    CHECK(metrics->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0) == 0);
+    CHECK(metrics->body == management.metrics());
+    CHECK(metric_value(metrics->body, "first_metric") == 1);
+    CHECK(metric_value(metrics->body, "second_metric") == 2);
+
+    auto health = client.Get("/health");
+    REQUIRE(health);
+    CHECK(health->status == 200);
+    CHECK(health->body == "{\"status\":\"UP\",\"app\":\"UP\",\"database\":\"UP\"}\n");
+    database_up = false;
+    health = client.Get("/health");
+    REQUIRE(health);
+    CHECK(health->status == 503);
+    CHECK(health->body == "{\"status\":\"DOWN\",\"app\":\"UP\",\"database\":\"DOWN\","
+                          "\"database_error\":\"no answer from the server\"}\n");
+}
+
+TEST_CASE("a taken management port is one clear error", "[lesson05][management]") {
+    ManagementServer first("127.0.0.1", 0, nullptr);
+    first.start();
+    ManagementServer second("127.0.0.1", first.port(), nullptr);
+    CHECK_THROWS_WITH(second.start(),
+                      Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(first.port()) +
+                                      " for management: Address already in use"));
+}
