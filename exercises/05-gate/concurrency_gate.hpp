@@ -1,0 +1,64 @@
+// Exercise 05: a concurrency gate with two policies.
+//
+// Lesson 05 shows what fibers do without admission control: everything the connector accepts is
+// inside the app at once, and the queue moves onto the connection pool, where late requests time
+// out as 500s. Lesson 06 puts a gate in front of the work: at most `limit` callers inside at once.
+// Whoever finds it full either fails at once (REJECT: the client gets a fast 503 and may retry)
+// or waits for a place (BLOCK: nothing fails — and the queue has moved once more, to the gate).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+
+// ---- do not change: the graded tests use these declarations ----
+
+enum class GatePolicy {
+    reject, // at the limit, enter() throws ConcurrencyLimitReached at once
+    block,  // at the limit, enter() waits for a place: first come, first served, no timeout
+};
+
+// Thrown by enter() under REJECT when the gate is full. Its message:
+// "Concurrency limit reached: 10 - not allowed to enter" (the limit in the middle).
+class ConcurrencyLimitReached : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class ConcurrencyGate {
+public:
+    // The right to be inside; given back when the Permit is destroyed, however the call ends.
+    class Permit {
+    public:
+        Permit(Permit&& other) noexcept : gate_(other.gate_) { other.gate_ = nullptr; }
+        Permit& operator=(Permit&&) = delete;
+        Permit(const Permit&) = delete;
+        ~Permit();
+
+    private:
+        friend class ConcurrencyGate;
+        explicit Permit(ConcurrencyGate* gate) : gate_(gate) {}
+        ConcurrencyGate* gate_ = nullptr;
+    };
+
+    // At most `limit` permits at once (at least 1).
+    ConcurrencyGate(int limit, GatePolicy policy);
+    ConcurrencyGate(const ConcurrencyGate&) = delete;
+    ConcurrencyGate& operator=(const ConcurrencyGate&) = delete;
+
+    // A permit, by the policy. Safe from fibers on any carrier and from plain threads at once;
+    // a fiber that waits (BLOCK) parks, and its carrier runs other fibers meanwhile.
+    Permit enter();
+
+    // For /metrics: safe at any time, from anywhere, without waiting.
+    int in_use() const;               // permits held now
+    int waiting() const;              // callers waiting for a permit now (BLOCK)
+    std::uint64_t rejections() const; // ConcurrencyLimitReached thrown so far
+
+    // ---- end of do not change ----
+private:
+    void give_back(); // the Permit calls it
+
+    // Yours to change.
+    const int limit_;
+    const GatePolicy policy_;
+};
