@@ -1,26 +1,111 @@
 #include "fiber_stack.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <cstdint>
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
 #include <sanitizer/asan_interface.h>
-#define UNPOISON(address, size) ASAN_UNPOISON_MEMORY_REGION(address, size)
-#else
-#define UNPOISON(address, size) ((void)(address), (void)(size))
-#endif
 
+// AddressSanitizer support for fiber stacks. Without it, ASan reports errors that are not there:
+//  1. A stack handed to a new fiber may still carry poison from the frames of the fiber that
+//     used it before. We unpoison every stack when it is handed out and when it comes back.
+//  2. An exception abandons the frames between the throw and the catch, with their poison
+//     (redzones, and locals the unwinding code marks out of scope). For a thread's stack ASan
+//     clears that itself (__asan_handle_no_return); on a fiber stack it does not know the
+//     bounds, prints "ignoring requested __asan_handle_no_return", and the next calls that
+//     reuse those addresses trip over the stale poison. So we interpose the C++ runtime's
+//     throw and catch entry points (every throw in the process goes through them, in our code
+//     and in the libraries') and do what ASan does for threads: when an exception is thrown on
+//     a fiber stack, unpoison that stack; when it is caught, unpoison everything below the
+//     catching frame, which is dead by then.
 namespace {
+
+std::mutex stacks_mutex;
+std::map<std::uintptr_t, std::uintptr_t> stacks; // bottom -> top of every live fiber stack
+
 void unpoison(const boost::context::stack_context& stack) {
     // The stack grows down: sp is its top, sp - size its bottom.
-    UNPOISON(static_cast<char*>(stack.sp) - stack.size, stack.size);
+    ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(stack.sp) - stack.size, stack.size);
 }
+
+void remember(const boost::context::stack_context& stack, bool live) {
+    const auto top = reinterpret_cast<std::uintptr_t>(stack.sp);
+    std::lock_guard<std::mutex> lock(stacks_mutex);
+    if (live) {
+        stacks[top - stack.size] = top;
+    } else {
+        stacks.erase(top - stack.size);
+    }
+}
+
+// Unpoisons the fiber stack that `address` lies on, from its bottom up to `address`, or to its
+// top when `whole` (nothing happens on a thread's own stack: ASan looks after those).
+void unpoison_fiber_stack_at(const char* address, bool whole) {
+    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    std::lock_guard<std::mutex> lock(stacks_mutex);
+    auto above = stacks.upper_bound(at);
+    if (above == stacks.begin()) return;
+    const auto [bottom, top] = *std::prev(above);
+    if (at >= top) return;
+    ASAN_UNPOISON_MEMORY_REGION(reinterpret_cast<void*>(bottom), (whole ? top : at) - bottom);
+}
+
+template <typename Function>
+Function next_definition(const char* name) {
+    return reinterpret_cast<Function>(::dlsym(RTLD_NEXT, name));
+}
+
 } // namespace
+
+extern "C" {
+
+[[noreturn]] void __cxa_throw(void* exception, void* type, void (*destroy)(void*)) {
+    static const auto next = next_definition<void (*)(void*, void*, void (*)(void*))>("__cxa_throw");
+    char here;
+    unpoison_fiber_stack_at(&here, true);
+    next(exception, type, destroy);
+    __builtin_unreachable();
+}
+
+[[noreturn]] void __cxa_rethrow() {
+    static const auto next = next_definition<void (*)()>("__cxa_rethrow");
+    char here;
+    unpoison_fiber_stack_at(&here, true);
+    next();
+    __builtin_unreachable();
+}
+
+void* __cxa_begin_catch(void* exception) noexcept {
+    static const auto next = next_definition<void* (*)(void*)>("__cxa_begin_catch");
+    char here;
+    unpoison_fiber_stack_at(&here, false);
+    return next(exception);
+}
+
+} // extern "C"
 
 boost::context::stack_context FiberStack::allocate() {
     boost::context::stack_context stack = inner_.allocate();
     unpoison(stack);
+    remember(stack, true);
     return stack;
 }
 
 void FiberStack::deallocate(boost::context::stack_context& stack) noexcept {
+    remember(stack, false);
     unpoison(stack);
     inner_.deallocate(stack);
 }
+
+#else // without ASan a fiber stack needs no bookkeeping
+
+boost::context::stack_context FiberStack::allocate() {
+    return inner_.allocate();
+}
+
+void FiberStack::deallocate(boost::context::stack_context& stack) noexcept {
+    inner_.deallocate(stack);
+}
+
+#endif

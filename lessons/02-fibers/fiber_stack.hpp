@@ -6,10 +6,10 @@
 //    corrupting a neighbour. Only the pages a fiber touches use memory, so a generous size costs
 //    address space, not RAM.
 //  * AddressSanitizer. Boost.Context switches stacks behind ASan's back (Debian's build uses
-//    fcontext, which has no sanitizer annotations), so a reused stack may still carry poison from
-//    its previous fiber's frames. We unpoison the whole stack when it is handed out and returned.
-//    ASan's use-after-return detector must stay off (detect_stack_use_after_return=0): with it,
-//    an exception caught on a fiber makes ASan report false errors (see lessons/tools/test).
+//    fcontext, which has no sanitizer annotations): stale poison on reused stacks, and
+//    exceptions unwinding a fiber stack, need help. fiber_stack.cpp gives it. ASan's
+//    use-after-return detector must stay off (detect_stack_use_after_return=0): its fake frames
+//    are freed by stack-pointer comparisons that fiber switches defeat (see lessons/tools/test).
 #pragma once
 
 #include <boost/context/protected_fixedsize_stack.hpp>
