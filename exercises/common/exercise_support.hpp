@@ -60,6 +60,8 @@ struct TickerReport {
 // stays free" test.
 class Ticker {
 public:
+    // 5 ms: the tests' pins last 200-400 ms and their bound on a free carrier's gap is 150 ms,
+    // so a free carrier ticks thirty times within the bound; finer would only cost CPU.
     explicit Ticker(TestCarrier& carrier,
                     std::chrono::milliseconds period = std::chrono::milliseconds(5));
     ~Ticker(); // stops the fiber
