@@ -1,0 +1,60 @@
+# shellcheck shell=bash
+# Runs one spike against one server: what lesson 05's and lesson 06's checkpoints (and the demo)
+# do once per profile. Source it after lessons/tools/lib.sh; do not run it.
+#
+#   pool_ceiling
+#       Prints the pool's ceiling as pgbench measures it on $PG_CONNINFO.
+#   spike_server NAME PROGRAM ARGS...
+#       Starts the server (start_server, with --port 0 --management-port 0 added), runs the
+#       spike against its GET /work with the probe on its /metrics, prints the summary
+#       (summarize) and the server's CPU time, and stops the server. Writes $SPIKE_OUT/NAME.csv,
+#       NAME-probe.csv and NAME.log.
+#
+# The spike's shape comes from the environment; the defaults are the lessons' scaled-down spike:
+#   WORKERS=2000 RAMP=2 HOLD=8 TIMEOUT=30 BACKOFF=2  (seconds)
+#   STEADY_FROM=5                  the steady state starts here (the summary's goodput, p50, p95)
+#   SPIKE_OUT=$LOGS                where the CSVs go
+WORKERS=${WORKERS:-2000}
+RAMP=${RAMP:-2}
+HOLD=${HOLD:-8}
+TIMEOUT=${TIMEOUT:-30}
+BACKOFF=${BACKOFF:-2}
+STEADY_FROM=${STEADY_FROM:-5}
+SPIKE_OUT=${SPIKE_OUT:-$LOGS}
+WIRINGS_DIR=$ROOT/lessons/05-wirings
+
+# pool_ceiling: prints what ten connections running the query back to back achieve here
+# (pgbench, 5 s): the ceiling every goodput compares with.
+pool_ceiling() {
+    local tps
+    tps=$(pgbench -n -c 10 -j 2 -T 5 -f "$ROOT/lessons/04-pool/work.sql" "$PG_CONNINFO" 2>&1 |
+        awk '/^tps = / { printf "%.1f", $3 }')
+    say "pgbench, 10 connections, 5 s: ${tps:-?} queries/s (the pool's real ceiling here)"
+}
+
+# CPU seconds (user + system) process $1 has used so far.
+cpu_seconds() {
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"
+}
+
+spike_server() {
+    local name=$1
+    shift
+    mkdir -p "$SPIKE_OUT"
+    LOGS=$SPIKE_OUT start_server "$name" "$@" --port 0 --management-port 0
+    local management
+    management=$(grep -o -m1 'management on [0-9.]*:[0-9]*' "$SPIKE_OUT/$name.log" | sed 's/.*on //')
+    [ -n "$management" ] || die "$name did not say where its management port is ($SPIKE_OUT/$name.log)"
+    say "$name: $(basename "$1") on $SERVER_URL, management on $management"
+    say "spike --workers $WORKERS --ramp $RAMP --hold $HOLD --timeout $TIMEOUT --backoff $BACKOFF"
+    "$BUILD/bin/spike" --url "$SERVER_URL/work" --workers "$WORKERS" --ramp "$RAMP" \
+        --hold "$HOLD" --timeout "$TIMEOUT" --backoff "$BACKOFF" --out "$SPIKE_OUT/$name.csv" \
+        --probe-url "http://$management/metrics" --probe-out "$SPIKE_OUT/$name-probe.csv" >/dev/null
+    local cpu
+    cpu=$(cpu_seconds "$SERVER_PID")
+    stop_servers
+    "$WIRINGS_DIR/summarize" --label "$name" --from "$STEADY_FROM" \
+        --to "$(awk -v r="$RAMP" -v h="$HOLD" 'BEGIN { print r + h }')" \
+        "$SPIKE_OUT/$name.csv" "$SPIKE_OUT/$name-probe.csv"
+    echo "  server CPU: $cpu s"
+}
