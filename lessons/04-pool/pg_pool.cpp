@@ -12,7 +12,7 @@ struct PgPool::Slot {
 // so that a returned connection wakes exactly one waiter, the one it is meant for (a shared
 // condition variable would wake them all, or an arbitrary one).
 struct PgPool::Waiter {
-    boost::fibers::condition_variable wake;
+    boost::fibers::condition_variable_any wake; // works with the pool's std::mutex
     Slot* granted = nullptr; // FIFO: the place handed to this waiter
     bool signalled = false;  // barging: "a connection was returned, try again"
 };
@@ -48,7 +48,7 @@ PgPool::Lease PgPool::borrow(std::chrono::milliseconds timeout) {
 
 PgPool::Slot* PgPool::take(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::unique_lock<boost::fibers::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     auto take_free = [&] {
         Slot* slot = free_.front();
         free_.pop_front();
@@ -104,7 +104,7 @@ void PgPool::give_back(Slot* slot) {
     // outside the lock; its place goes back empty, to be refilled by whoever gets it.
     if (slot->connection && !slot->connection->alive()) slot->connection.reset();
 
-    std::lock_guard<boost::fibers::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!options_.barging && !waiters_.empty()) {
         // FIFO: straight to the oldest waiter; the place never becomes free, so nobody can
         // overtake. Notified under the lock: the waiter's record lives until it has the lock.
