@@ -46,8 +46,7 @@ void Carrier::run(const SchedulerSetup& setup) {
     boost::fibers::mutex mutex;
     boost::fibers::condition_variable all_done;
 
-    std::function<void()> task;
-    while (inbox_.pop(task) == boost::fibers::channel_op_status::success) {
+    auto start_fiber = [&](std::function<void()> task) {
         {
             std::lock_guard<boost::fibers::mutex> lock(mutex);
             ++live;
@@ -64,9 +63,17 @@ void Carrier::run(const SchedulerSetup& setup) {
                                  if (--live == 0) all_done.notify_all();
                              })
             .detach();
-        // Let the new fiber (and any other ready one) run before taking the next task: a burst
-        // of thousands of spawns would otherwise hold the carrier until the inbox is empty.
-        boost::this_fiber::yield();
+    };
+
+    std::function<void()> task;
+    while (inbox_.pop(task) == boost::fibers::channel_op_status::success) { // parks while empty
+        start_fiber(std::move(task));
+        // A burst of tasks (thousands of new connections): let the new fibers, and any other
+        // ready one, run between starts instead of holding the carrier until the inbox is empty.
+        while (inbox_.try_pop(task) == boost::fibers::channel_op_status::success) {
+            boost::this_fiber::yield();
+            start_fiber(std::move(task));
+        }
     }
     std::unique_lock<boost::fibers::mutex> lock(mutex);
     all_done.wait(lock, [&] { return live == 0; });
