@@ -3,7 +3,8 @@
 # do once per profile. Source it after lessons/tools/lib.sh; do not run it.
 #
 #   pool_ceiling
-#       Prints the pool's ceiling as pgbench measures it on $PG_CONNINFO.
+#       Prints the pool's ceiling as pgbench measures it on $PG_CONNINFO, and keeps the figure
+#       in POOL_CEILING (queries/s) for the demo's report.
 #   spike_server NAME PROGRAM ARGS...
 #       Starts the server (start_server, with --port 0 --management-port 0 added), runs the
 #       spike against its GET /work with the probe on its /metrics, prints the summary
@@ -29,6 +30,7 @@ pool_ceiling() {
     local tps
     tps=$(pgbench -n -c 10 -j 2 -T 5 -f "$ROOT/lessons/04-pool/work.sql" "$PG_CONNINFO" 2>&1 |
         awk '/^tps = / { printf "%.1f", $3 }')
+    POOL_CEILING=$tps
     say "pgbench, 10 connections, 5 s: ${tps:-?} queries/s (the pool's real ceiling here)"
 }
 

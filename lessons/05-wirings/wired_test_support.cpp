@@ -114,10 +114,13 @@ SpikeShape run_spike(const ServerProcess& server, const std::string& name, const
         std::chrono::seconds(static_cast<long>(plan.ramp_s + plan.hold_s + plan.timeout_s) + 60));
     if (status != 0)
         throw std::runtime_error("spike exited " + std::to_string(status) + ": " + output);
+    return read_spike_shape(out, probe_out, plan.ramp_s + plan.hold_s);
+}
 
+SpikeShape read_spike_shape(const std::string& csv, const std::string& probe_csv, double seconds) {
     SpikeShape shape;
-    shape.seconds = plan.ramp_s + plan.hold_s;
-    for (const auto& row : read_csv(out, "ts,status,latency_ms")) {
+    shape.seconds = seconds;
+    for (const auto& row : read_csv(csv, "ts,status,latency_ms")) {
         const int row_status = static_cast<int>(row.at(1));
         ++shape.rows;
         ++shape.by_status[row_status];
@@ -125,7 +128,7 @@ SpikeShape run_spike(const ServerProcess& server, const std::string& name, const
     }
     for (auto& [row_status, values] : shape.latencies)
         std::sort(values.begin(), values.end());
-    for (const auto& sample : read_csv(probe_out, "ts,inflight,connections,pool_pending")) {
+    for (const auto& sample : read_csv(probe_csv, "ts,inflight,connections,pool_pending")) {
         ++shape.probe_samples;
         shape.max_inflight = std::max(shape.max_inflight, sample.at(1));
         shape.max_connections = std::max(shape.max_connections, sample.at(2));

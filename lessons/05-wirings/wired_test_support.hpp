@@ -47,3 +47,7 @@ struct SpikePlan {
 // Runs the `spike` program against the server's GET /work, with its probe on the management
 // port, and reads both CSVs back (kept in the test-logs directory under `name`).
 SpikeShape run_spike(const ServerProcess& server, const std::string& name, const SpikePlan& plan);
+
+// Reads a spike's CSV and its probe's CSV (ramp + hold = `seconds`), as run_spike does; the demo's
+// test reads its runs with it. Throws std::runtime_error when a file is not such a CSV.
+SpikeShape read_spike_shape(const std::string& csv, const std::string& probe_csv, double seconds);

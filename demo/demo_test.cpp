@@ -1,0 +1,360 @@
+// The demo's test: `demo/run --quick` once, end to end, on its own throwaway PostgreSQL; its CSVs
+// are read back and held to the three shapes (and the connector's ceiling) with generous bounds.
+// Then Ctrl+C part way through a second run must stop every process the demo started and keep
+// the rows written so far. The bounds check shapes that the queueing math fixes (who is in
+// flight, where the queue is, which statuses appear), not figures a busy machine can shift.
+#include "wired_test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fcntl.h>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include <dirent.h>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+const std::string demo_run = DEMO_RUN;
+
+// The quick mode's settings (demo/run): 2,000 workers, a 3 s pool timeout, 10 connections of
+// 50 ms each (200/s, so 600 waiters at most before the timeout), 200 platform threads, a gate of
+// 10, and max-connections 1,700 for the ceiling run; ramp + hold = 11 s.
+constexpr int workers = 2000;
+constexpr int threads_max = 200;
+constexpr int pool_size = 10;
+constexpr int ceiling_max_connections = 1700;
+constexpr double seconds = 11;
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+long file_size(const std::string& path) {
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 ? static_cast<long>(info.st_size) : -1;
+}
+
+// The demo finds its programs in $BUILD/bin: this build's.
+void use_this_build() {
+    ::setenv("BUILD", BUILD_DIR, 1);
+}
+
+// A process as /proc shows it: its pid, process group, start time (to tell a reused pid apart)
+// and command line.
+struct ProcessInfo {
+    int pid = 0;
+    int group = 0;
+    unsigned long long started = 0;
+    std::string command;
+};
+
+bool read_process(int pid, ProcessInfo& info) {
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const auto name_end = stat.rfind(')');
+    if (name_end == std::string::npos) return false;
+    std::istringstream fields(stat.substr(name_end + 2));
+    std::string field;
+    std::vector<std::string> values;
+    while (fields >> field)
+        values.push_back(field);
+    if (values.size() < 20 || values[0] == "Z") return false; // gone, or a zombie: ended
+    info.pid = pid;
+    info.group = std::stoi(values[2]);
+    info.started = std::stoull(values[19]);
+    std::string command = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+    for (char& c : command)
+        if (c == '\0') c = ' ';
+    info.command = command;
+    return true;
+}
+
+std::vector<ProcessInfo> processes() {
+    std::vector<ProcessInfo> found;
+    DIR* proc = ::opendir("/proc");
+    if (!proc) return found;
+    while (const dirent* entry = ::readdir(proc)) {
+        const std::string name = entry->d_name;
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        ProcessInfo info;
+        if (read_process(std::stoi(name), info)) found.push_back(info);
+    }
+    ::closedir(proc);
+    return found;
+}
+
+bool still_running(const ProcessInfo& before) {
+    ProcessInfo now;
+    return read_process(before.pid, now) && now.started == before.started;
+}
+
+// The demo started by hand (not run_program): it must run in a process group of its own that
+// the test can send Ctrl+C's SIGINT to. Should the test die, the demo is killed with it, and
+// pg-cluster's watchdog stops the database.
+class DemoProcess {
+public:
+    DemoProcess(const std::vector<std::string>& argv, const std::string& log_path)
+        : log_path_(log_path) {
+        std::vector<char*> args;
+        for (const auto& arg : argv)
+            args.push_back(const_cast<char*>(arg.c_str()));
+        args.push_back(nullptr);
+        const int parent = ::getpid();
+        pid_ = ::fork();
+        if (pid_ < 0) throw std::runtime_error("fork failed");
+        if (pid_ == 0) {
+            ::setpgid(0, 0);
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != parent) ::_exit(127);
+            sigset_t none;
+            sigemptyset(&none);
+            ::sigprocmask(SIG_SETMASK, &none, nullptr);
+            const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ::dup2(log, STDOUT_FILENO);
+            ::dup2(log, STDERR_FILENO);
+            ::execv(args[0], args.data());
+            ::_exit(127);
+        }
+        ::setpgid(pid_, pid_); // also from here, so the group exists before we signal it
+    }
+    ~DemoProcess() {
+        if (pid_ < 0) return;
+        interrupt();
+        if (!wait(60s)) {
+            ::kill(-pid_, SIGKILL);
+            wait(10s);
+        }
+    }
+    DemoProcess(const DemoProcess&) = delete;
+    DemoProcess& operator=(const DemoProcess&) = delete;
+
+    int pid() const { return pid_; }
+    std::string log() const { return read_file(log_path_); }
+    // Ctrl+C in a terminal: SIGINT to every process of the foreground group.
+    void interrupt() const { ::kill(-pid_, SIGINT); }
+    // True once the demo has ended within `timeout`; status() then says how.
+    bool wait(std::chrono::seconds timeout) {
+        const auto deadline = Clock::now() + timeout;
+        while (pid_ >= 0) {
+            int raw = 0;
+            if (::waitpid(pid_, &raw, WNOHANG) == pid_) {
+                status_ = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+                pid_ = -1;
+                break;
+            }
+            if (Clock::now() >= deadline) return false;
+            std::this_thread::sleep_for(50ms);
+        }
+        return true;
+    }
+    int status() const { return status_; }
+
+private:
+    std::string log_path_;
+    int pid_ = -1;
+    int status_ = -1;
+};
+
+bool eventually(const std::function<bool()>& condition, std::chrono::seconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (!condition()) {
+        if (Clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(200ms);
+    }
+    return true;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        lines.push_back(line);
+    return lines;
+}
+
+} // namespace
+
+TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt moves it into the "
+          "pool, the gate rejects fast, and the connector caps vt",
+          "[demo]") {
+    use_this_build();
+    const std::string out = test_log_dir() + "/demo-quick";
+    std::string output;
+    const auto started = Clock::now();
+    const int status = run_program({demo_run, "--quick", "--no-build", "--out", out}, output, 600s);
+    STEP("demo/run --quick --out "
+         << out << " exited " << status << " after " << seconds_since(started)
+         << " s; its output ends: "
+         << output.substr(output.size() > 3000 ? output.size() - 3000 : 0));
+    REQUIRE(status == 0);
+
+    auto shape_of = [&](const std::string& run) {
+        return read_spike_shape(out + "/" + run + ".csv", out + "/" + run + "-probe.csv", seconds);
+    };
+    const SpikeShape platform = shape_of("platform");
+    const SpikeShape vt = shape_of("vt");
+    const SpikeShape gated = shape_of("vt-gated");
+    const SpikeShape ceiling = shape_of("vt-ceiling");
+    STEP("platform: " << platform.describe());
+    STEP("vt: " << vt.describe());
+    STEP("vt-gated: " << gated.describe());
+    STEP("vt-ceiling: " << ceiling.describe());
+
+    // platform: threads-max in flight, everyone else queued outside the app, and no errors.
+    CHECK(platform.count(200) >= 1000);
+    for (const auto& [row_status, rows] : platform.by_status)
+        CHECK(row_status < 500);
+    CHECK(platform.max_inflight <= threads_max);
+    CHECK(platform.max_inflight >= threads_max * 0.75);
+    CHECK(platform.max_connections >= workers * 0.75);
+
+    // vt: everything inside the app, the queue in the pool, 500s at the 3 s pool timeout.
+    CHECK(vt.count(500) > 0);
+    CHECK(vt.median_ms(500) >= 3000);
+    CHECK(vt.median_ms(500) <= 4500);
+    CHECK(vt.max_pool_pending >= 50 * pool_size);
+    CHECK(vt.max_inflight >= 5 * threads_max); // threads-max is inert
+
+    // vt-gated: fast 503s for the excess, nothing waiting for the pool, no 500s.
+    CHECK(gated.count(503) > gated.count(200));
+    CHECK(gated.count(200) >= 500);
+    CHECK(gated.count(500) == 0);
+    CHECK(gated.median_ms(503) < 50); // the target is 2 ms; 50 leaves room for a busy machine
+    CHECK(gated.max_pool_pending <= pool_size);
+
+    // vt-ceiling: open connections plateau at max-connections, never above; the workers beyond
+    // it and the accept queue get no answer (a connect timeout or a response timeout).
+    CHECK(ceiling.max_connections <= ceiling_max_connections);
+    CHECK(ceiling.max_connections >= ceiling_max_connections * 0.9);
+    CHECK(ceiling.count(-1) + ceiling.count(-3) > 0);
+
+    const std::string summary = read_file(out + "/SUMMARY.txt");
+    STEP("SUMMARY.txt:\n" << summary);
+    const auto lines = lines_of(summary);
+    REQUIRE(lines.size() == 5);
+    const std::vector<std::string> names = {
+        "pgbench: ", "platform: ", "vt: ", "vt-gated: ", "vt-ceiling: "};
+    for (std::size_t i = 0; i < names.size(); ++i)
+        CHECK(lines[i].rfind(names[i], 0) == 0);
+    CHECK(lines[2].find("; pinned events: ") != std::string::npos);
+    CHECK(file_size(out + "/comparison.txt") > 0);
+    for (const char* figure : {"latency-platform.png", "latency-vt.png", "latency-vt-gated.png",
+                               "latency-vt-ceiling.png", "latency-combined.png", "probe.png"}) {
+        INFO(figure);
+        CHECK(file_size(out + "/" + figure) > 10000);
+    }
+}
+
+TEST_CASE("Ctrl+C part way through the demo stops the servers, the spike and PostgreSQL, and keeps "
+          "the rows so far",
+          "[demo]") {
+    use_this_build();
+    const std::string out = test_log_dir() + "/demo-interrupted";
+    DemoProcess demo({demo_run, "--quick", "--no-build", "--out", out},
+                     test_log_dir() + "/demo-interrupted.out");
+    STEP("demo/run --quick --out " << out << " started, process group " << demo.pid());
+
+    // Wait for the first run's spike to be under way, with rows in its CSV.
+    const std::string spike = std::string(BUILD_DIR) + "/bin/spike ";
+    const bool spiking = eventually(
+        [&] {
+            for (const auto& p : processes())
+                if (p.group == demo.pid() && p.command.rfind(spike, 0) == 0)
+                    return file_size(out + "/platform.csv") > 1000;
+            return false;
+        },
+        120s);
+    STEP("the platform run's spike " << (spiking ? "is writing rows" : "never started") << "; "
+                                     << "the demo said: " << demo.log());
+    REQUIRE(spiking);
+
+    // Everything the demo runs: its process group (the scripts, the server, the spike) and its
+    // database, which pg_ctl starts in a session of its own, on the port the demo announced
+    // ("PostgreSQL 15 on host=127.0.0.1 port=P ..."), from a directory /tmp/pg-cluster.XXXXXX
+    // that pg-cluster creates and must delete again.
+    std::smatch match;
+    const std::string said = demo.log();
+    REQUIRE(
+        std::regex_search(said, match, std::regex("PostgreSQL 15 on host=[0-9.]+ port=([0-9]+)")));
+    const std::string port_arg = " -p " + match[1].str() + " ";
+    std::vector<ProcessInfo> started;
+    std::string cluster_dir;
+    for (const auto& p : processes()) {
+        if (p.group == demo.pid()) started.push_back(p);
+        const auto data = p.command.find("/postgres -D /tmp/pg-cluster.");
+        if (data != std::string::npos && p.command.find(port_arg) != std::string::npos) {
+            const auto dir = data + std::string("/postgres -D ").size();
+            cluster_dir = p.command.substr(dir, p.command.find("/pg/data", dir) - dir);
+            started.push_back(p);
+        }
+    }
+    REQUIRE(!cluster_dir.empty());
+    std::ostringstream names;
+    for (const auto& p : started)
+        names << "\n  " << p.pid << " " << p.command.substr(0, 120);
+    STEP("processes before Ctrl+C:" << names.str());
+    REQUIRE(started.size() >= 5); // demo, pg-cluster, demo's second stage, server, spike (+ db)
+
+    demo.interrupt();
+    const bool ended = demo.wait(90s);
+    STEP("SIGINT sent to the process group; the demo " << (ended ? "ended" : "is still running")
+                                                       << " with status " << demo.status()
+                                                       << "; it said: " << demo.log());
+    REQUIRE(ended);
+    CHECK(demo.status() == 130);
+
+    // pg-cluster stops the database before it exits; give the last children a moment to go.
+    std::vector<ProcessInfo> left;
+    eventually(
+        [&] {
+            left.clear();
+            for (const auto& p : started)
+                if (still_running(p)) left.push_back(p);
+            return left.empty();
+        },
+        30s);
+    std::ostringstream left_names;
+    for (const auto& p : left)
+        left_names << "\n  " << p.pid << " " << p.command.substr(0, 120);
+    STEP("still running:" << left_names.str());
+    CHECK(left.empty());
+    for (const auto& p : processes()) { // nothing else still writing to the results either
+        INFO("process " << p.pid << ": " << p.command);
+        CHECK(p.command.find(out + "/") == std::string::npos);
+    }
+    if (!cluster_dir.empty()) {
+        INFO("the cluster's directory " << cluster_dir);
+        CHECK(file_size(cluster_dir) == -1);
+    }
+
+    // Partial results are kept: the platform run's rows, the interrupted attempts as -4.
+    const std::string csv = read_file(out + "/platform.csv");
+    const auto rows = lines_of(csv);
+    STEP(out << "/platform.csv: " << rows.size() << " lines");
+    CHECK(rows.size() > 100);
+    CHECK(csv.find(",-4,") != std::string::npos);
+}
+
+TEST_CASE("a bad flag is one line and exit status 2", "[demo]") {
+    std::string output;
+    const int status = run_program({demo_run, "--fast"}, output);
+    STEP("demo/run --fast exited " << status << ": " << output);
+    CHECK(status == 2);
+    CHECK(output == "demo/run: unknown argument '--fast' (usage: demo/run [--quick|--full] "
+                    "[--out DIR] [--no-build])\n");
+}
