@@ -7,6 +7,7 @@
 #include "fiber_stack.hpp"
 #include "pinning_detector.hpp"
 #include "reactor.hpp"
+#include "recording_detector.hpp"
 #include "test_support.hpp"
 
 #include <boost/fiber/all.hpp>
@@ -22,31 +23,6 @@
 namespace {
 
 using namespace std::chrono_literals;
-
-// A detector that keeps its events for the test instead of printing them.
-class RecordingDetector {
-public:
-    RecordingDetector() {
-        PinningDetector::Options options;
-        options.print = false;
-        options.on_event = [this](const PinningEvent& event) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            events_.push_back(event);
-        };
-        detector_ = std::make_unique<PinningDetector>(options);
-    }
-    // Stops the detector (it reports the turns that ended) and returns every event.
-    std::vector<PinningEvent> stop() {
-        detector_.reset();
-        std::lock_guard<std::mutex> lock(mutex_);
-        return events_;
-    }
-
-private:
-    std::mutex mutex_;
-    std::vector<PinningEvent> events_;
-    std::unique_ptr<PinningDetector> detector_;
-};
 
 Carrier::SchedulerSetup reactor() {
     return [] { use_carrier_algorithm<Reactor>(); };
@@ -68,13 +44,6 @@ void run_beside_a_waiter(Carrier::SchedulerSetup setup, const std::string& name,
         work();
     });
     carrier.stop();
-}
-
-std::string describe(const std::vector<PinningEvent>& events) {
-    std::string text;
-    for (const auto& event : events)
-        text += to_text(event);
-    return text.empty() ? "(no events)" : text;
 }
 
 bool mentions(const std::vector<std::string>& stack, const std::string& what) {

@@ -21,15 +21,6 @@ double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
-    while (!condition()) {
-        if (Clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return true;
-}
-
 TestCarrier::TestCarrier(std::string name, Carrier::SchedulerSetup setup)
     : carrier_(std::make_unique<Carrier>(std::move(name), std::move(setup))) {
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "carrier.hpp"
+#include "test_support.hpp" // eventually(), STEP()
 
 #include <boost/fiber/condition_variable.hpp>
 #include <boost/fiber/mutex.hpp>
@@ -97,7 +98,3 @@ private:
 
 // Milliseconds since `start`.
 double ms_since(std::chrono::steady_clock::time_point start);
-
-// Polls `condition` every 2 ms until it holds or `limit` passes.
-bool eventually(const std::function<bool()>& condition,
-                std::chrono::milliseconds limit = std::chrono::milliseconds(5000));

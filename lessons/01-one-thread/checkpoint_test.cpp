@@ -39,24 +39,14 @@ TEST_CASE("with --keep-alive the one worker stays with a quiet client until its 
           "[lesson01]") {
     ServerProcess server(lesson01, {"--keep-alive"}, "lesson01-keep-alive");
     STEP("lesson01 --keep-alive listening on port " << server.port());
-    RawConnection first(server.port());
-    RawConnection second(server.port());
-    const auto start = std::chrono::steady_clock::now();
-    const std::string request = "GET /benchmark HTTP/1.1\r\nHost: localhost\r\n\r\n";
-    REQUIRE(first.send(request));
-    REQUIRE(second.send(request));
-    STEP("two keep-alive connections each sent one request and then stay open, quiet");
-
-    const std::string answer1 = first.receive_response(std::chrono::seconds(30));
-    const double first_at = seconds_since(start);
-    const std::string answer2 = second.receive_response(std::chrono::seconds(30));
-    const double second_at = seconds_since(start);
-    STEP("first answer after " << first_at << " s, second after " << second_at << " s");
-    REQUIRE(status_of(answer1) == 200);
-    REQUIRE(status_of(answer2) == 200);
+    const KeepAliveRace race = two_quiet_keep_alive_clients(server.port(), "/benchmark");
+    STEP("two keep-alive connections each sent one request and stayed quiet; answers after "
+         << race.first_at << " s and " << race.second_at << " s");
+    REQUIRE(race.first_status == 200);
+    REQUIRE(race.second_status == 200);
     // The worker sleeps 1 s for the first request, then waits up to 5 s (cpp-httplib's keep-alive
     // timeout) for the first client's next request before it takes the second connection.
-    CHECK(second_at >= 5.5);
+    CHECK(race.second_at >= 5.5);
 }
 
 TEST_CASE("lesson01 refuses an unknown flag with one line and status 2", "[lesson01]") {

@@ -55,25 +55,16 @@ TEST_CASE("a blocking sleep inside a fiber pins the carrier: ten seconds again",
 TEST_CASE("cpp-httplib's blocking keep-alive wait inside a fiber pins the carrier", "[lesson02]") {
     ServerProcess server(lesson02, {"--keep-alive"}, "lesson02-keep-alive");
     STEP("lesson02 --keep-alive listening on port " << server.port());
-    RawConnection first(server.port());
-    RawConnection second(server.port());
-    const auto start = std::chrono::steady_clock::now();
-    const std::string request = "GET /benchmark HTTP/1.1\r\nHost: localhost\r\n\r\n";
-    REQUIRE(first.send(request));
-    REQUIRE(second.send(request));
-    STEP("two keep-alive connections each sent one request and then stay open, quiet");
-    const std::string answer1 = first.receive_response(std::chrono::seconds(30));
-    const double first_at = seconds_since(start);
-    const std::string answer2 = second.receive_response(std::chrono::seconds(30));
-    const double second_at = seconds_since(start);
-    STEP("first answer after " << first_at << " s, second after " << second_at << " s");
-    REQUIRE(status_of(answer1) == 200);
-    REQUIRE(status_of(answer2) == 200);
+    const KeepAliveRace race = two_quiet_keep_alive_clients(server.port(), "/benchmark");
+    STEP("two keep-alive connections each sent one request and stayed quiet; answers after "
+         << race.first_at << " s and " << race.second_at << " s");
+    REQUIRE(race.first_status == 200);
+    REQUIRE(race.second_status == 200);
     // Both sleeps end at ~1 s. The first fiber answers, then waits for its client's next request
     // in cpp-httplib's poll loop (5 s keep-alive timeout) without yielding: the second fiber is
     // ready but cannot run until that wait gives up.
-    CHECK(first_at < 2.0);
-    CHECK(second_at >= 5.5);
+    CHECK(race.first_at < 2.0);
+    CHECK(race.second_at >= 5.5);
 }
 
 TEST_CASE("lesson02 refuses an unknown flag with one line and status 2", "[lesson02]") {

@@ -43,33 +43,13 @@ struct TestServer {
     int port() const { return connector->port(); }
 };
 
-std::string get(const std::string& path) {
-    return "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n";
-}
-
-std::string body_of(const std::string& response) {
-    const auto at = response.find("\r\n\r\n");
-    return at == std::string::npos ? "" : response.substr(at + 4);
-}
-
-// Polls `condition` until it holds or `timeout` passes (generous: nothing here is timed).
-template <typename Condition>
-bool eventually(Condition condition, std::chrono::milliseconds timeout = 5s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(5ms);
-    }
-    return true;
-}
-
 } // namespace
 
 TEST_CASE("a kept-alive connection serves request after request", "[lesson03][connector]") {
     TestServer server;
     RawConnection client(server.port());
     for (int i = 1; i <= 3; ++i) {
-        REQUIRE(client.send(get("/hello")));
+        REQUIRE(client.send(get_request("/hello")));
         const std::string response = client.receive_response(5s);
         STEP("request " << i << " answered: " << response.substr(0, response.find('\r')));
         REQUIRE(status_of(response) == 200);
@@ -82,7 +62,7 @@ TEST_CASE("a kept-alive connection serves request after request", "[lesson03][co
 TEST_CASE("pipelined requests on one connection are answered in order", "[lesson03][connector]") {
     TestServer server;
     RawConnection client(server.port());
-    REQUIRE(client.send(get("/sleep?ms=50") + get("/hello")));
+    REQUIRE(client.send(get_request("/sleep?ms=50") + get_request("/hello")));
     STEP("sent GET /sleep?ms=50 and GET /hello in one write");
     const std::string first = client.receive_response(5s);
     const std::string second = client.receive_response(5s);
@@ -93,7 +73,7 @@ TEST_CASE("pipelined requests on one connection are answered in order", "[lesson
 TEST_CASE("a request that arrives a byte at a time is served", "[lesson03][connector]") {
     TestServer server;
     RawConnection client(server.port());
-    for (char byte : get("/hello")) {
+    for (char byte : get_request("/hello")) {
         REQUIRE(client.send(std::string(1, byte)));
         std::this_thread::sleep_for(1ms);
     }
@@ -105,7 +85,7 @@ TEST_CASE("a large response reaches a client that reads late", "[lesson03][conne
     TestServer server;
     RawConnection client(server.port());
     const std::size_t size = 32 << 20; // far more than the socket buffers hold
-    REQUIRE(client.send(get("/big?bytes=" + std::to_string(size))));
+    REQUIRE(client.send(get_request("/big?bytes=" + std::to_string(size))));
     std::this_thread::sleep_for(300ms);
     STEP("asked for a 32 MiB body and read nothing for 300 ms: the server's writes stall");
     CHECK(server.connector->open_connections() == 1);
@@ -133,7 +113,7 @@ TEST_CASE("an idle kept-alive connection is closed after the keep-alive timeout"
     options.keep_alive_timeout = 200ms;
     TestServer server(options);
     RawConnection client(server.port());
-    REQUIRE(client.send(get("/hello")));
+    REQUIRE(client.send(get_request("/hello")));
     REQUIRE(status_of(client.receive_response(5s)) == 200);
     STEP("one request answered; then the client stays quiet");
     CHECK(client.closed_by_peer(5s));
@@ -147,13 +127,13 @@ TEST_CASE("clients that vanish mid-request or mid-handler leave nothing behind",
         RawConnection half(server.port());
         REQUIRE(half.send("GET /hello HTTP/1.1\r\nHo"));
         RawConnection waiting(server.port());
-        REQUIRE(waiting.send(get("/sleep?ms=100")));
+        REQUIRE(waiting.send(get_request("/sleep?ms=100")));
         std::this_thread::sleep_for(20ms);
     } // both close: one mid-head, one while its handler sleeps
     STEP("one client closed mid-request, another while its handler slept");
     CHECK(eventually([&] { return server.connector->open_connections() == 0; }));
     RawConnection next(server.port());
-    REQUIRE(next.send(get("/hello")));
+    REQUIRE(next.send(get_request("/hello")));
     CHECK(body_of(next.receive_response(5s)) == "hello\n");
 }
 
@@ -172,7 +152,8 @@ TEST_CASE("malformed and oversized requests get a 4xx status, not a crash",
         {"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 400},
         {"head over the limit",
          "GET / HTTP/1.1\r\nX: " + std::string(limits.max_head_bytes, 'a') + "\r\n\r\n", 431},
-        {"target over the limit", get("/" + std::string(limits.max_target_bytes + 1, 'a')), 414},
+        {"target over the limit", get_request("/" + std::string(limits.max_target_bytes + 1, 'a')),
+         414},
         {"Range over the limit",
          "GET /hello HTTP/1.1\r\nRange: bytes=" + std::string(8000, '1') + "-\r\n\r\n", 416},
         {"a request body", "GET /hello HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", 413},
@@ -187,7 +168,7 @@ TEST_CASE("malformed and oversized requests get a 4xx status, not a crash",
         CHECK(status_of(response) == c.status);
     }
     RawConnection after(server.port());
-    REQUIRE(after.send(get("/hello")));
+    REQUIRE(after.send(get_request("/hello")));
     CHECK(body_of(after.receive_response(5s)) == "hello\n");
 }
 
@@ -225,7 +206,7 @@ TEST_CASE("at max-connections the server stops accepting until a connection clos
     REQUIRE(eventually([&] { return server.connector->open_connections() == 2; }));
     STEP("two connections open: the limit");
     RawConnection third(server.port()); // the kernel completes it; nobody accepts it yet
-    REQUIRE(third.send(get("/hello")));
+    REQUIRE(third.send(get_request("/hello")));
     CHECK(third.receive_response(300ms).empty());
     CHECK(server.connector->open_connections() == 2);
     STEP("the third connection's request waits unanswered in the accept queue");
@@ -253,7 +234,7 @@ TEST_CASE("a thousand silent half-requests do not stop others being served",
     STEP("1000 connections sent half a request each and went silent");
     const auto start = std::chrono::steady_clock::now();
     RawConnection client(server.port());
-    REQUIRE(client.send(get("/hello")));
+    REQUIRE(client.send(get_request("/hello")));
     const std::string response = client.receive_response(60s);
     STEP("another client was answered after " << seconds_since(start) << " s");
     CHECK(body_of(response) == "hello\n");
@@ -284,7 +265,7 @@ TEST_CASE("an executor on a plain thread serves through the same stream by block
     std::this_thread::sleep_for(20ms);
     REQUIRE(client.send("Host: x\r\n\r\n"));
     CHECK(body_of(client.receive_response(5s)) == "thread\n");
-    REQUIRE(client.send(get("/where")));
+    REQUIRE(client.send(get_request("/where")));
     CHECK(body_of(client.receive_response(5s)) == "thread\n");
 }
 
@@ -292,7 +273,7 @@ TEST_CASE("stop() closes idle connections and lets busy ones finish", "[lesson03
     TestServer server;
     RawConnection idle(server.port());
     RawConnection busy(server.port());
-    REQUIRE(busy.send(get("/sleep?ms=300")));
+    REQUIRE(busy.send(get_request("/sleep?ms=300")));
     REQUIRE(eventually([&] { return server.connector->open_connections() == 2; }));
     std::this_thread::sleep_for(50ms);
     STEP("one idle connection, one inside a 300 ms handler; stopping");

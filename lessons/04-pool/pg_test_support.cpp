@@ -135,12 +135,3 @@ void Borrowers::run(const std::function<void()>& task) {
     if (!error.empty()) errors_.push_back(error);
     if (--running_ == 0) all_done_.notify_all();
 }
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return true;
-}

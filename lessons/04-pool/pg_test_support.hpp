@@ -7,6 +7,7 @@
 #pragma once
 
 #include "carrier.hpp"
+#include "test_support.hpp" // eventually()
 
 #include <chrono>
 #include <condition_variable>
@@ -76,7 +77,3 @@ private:
     int running_ = 0;
     std::vector<std::string> errors_;
 };
-
-// Polls `condition` every 2 ms until it holds (true) or `timeout` passes (false).
-bool eventually(const std::function<bool()>& condition,
-                std::chrono::milliseconds timeout = std::chrono::seconds(10));

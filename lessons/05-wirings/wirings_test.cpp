@@ -46,25 +46,6 @@ private:
     bool open_ = false;
 };
 
-template <typename Condition>
-bool eventually(Condition condition, std::chrono::milliseconds timeout = 10s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(2ms);
-    }
-    return true;
-}
-
-std::string get(const std::string& path) {
-    return "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n";
-}
-
-std::string body_of(const std::string& response) {
-    const auto at = response.find("\r\n\r\n");
-    return at == std::string::npos ? "" : response.substr(at + 4);
-}
-
 // A connector whose /hold handler waits on `release`, with the lesson's metrics, wired either
 // way. /where says where the handler ran.
 struct WiredServer {
@@ -107,7 +88,7 @@ std::vector<std::unique_ptr<RawConnection>> hold_requests(int port, int count) {
     std::vector<std::unique_ptr<RawConnection>> clients;
     for (int i = 0; i < count; ++i) {
         clients.push_back(std::make_unique<RawConnection>(port));
-        REQUIRE(clients.back()->send(get("/hold")));
+        REQUIRE(clients.back()->send(get_request("/hold")));
     }
     return clients;
 }
@@ -152,7 +133,7 @@ TEST_CASE("platform handlers run on OS threads, vt handlers on the connection's 
     for (const Wiring wiring : {Wiring::platform, Wiring::vt}) {
         WiredServer server(wiring);
         RawConnection client(server.port());
-        REQUIRE(client.send(get("/where")));
+        REQUIRE(client.send(get_request("/where")));
         CHECK(body_of(client.receive_response(5s)) ==
               (wiring == Wiring::platform ? "thread\n" : "fiber\n"));
     }
@@ -163,7 +144,7 @@ TEST_CASE("every response the app writes is counted by status, 404s included",
     WiredServer server(Wiring::vt);
     RawConnection client(server.port());
     for (const char* path : {"/where", "/where", "/nowhere"}) {
-        REQUIRE(client.send(get(path)));
+        REQUIRE(client.send(get_request(path)));
         client.receive_response(5s);
     }
     CHECK(server.metrics.responses(200) == 2);

@@ -30,21 +30,6 @@ GateOptions armed(int limit, GatePolicy policy) {
     return options;
 }
 
-template <typename Condition>
-bool eventually(Condition condition, std::chrono::milliseconds timeout = 10s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!condition()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(2ms);
-    }
-    return true;
-}
-
-std::string body_of(const std::string& response) {
-    const auto at = response.find("\r\n\r\n");
-    return at == std::string::npos ? "" : response.substr(at + 4);
-}
-
 } // namespace
 
 TEST_CASE("only the vt-gated profile arms the gate", "[lesson06][gate]") {
@@ -181,7 +166,7 @@ struct GatedServer {
         connector = std::make_unique<Connector>(app, options);
         connector->start();
     }
-    std::string get(const std::string& path) {
+    std::string get_request(const std::string& path) {
         RawConnection client(connector->port());
         client.send("GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n");
         return client.receive_response(5s);
@@ -192,12 +177,12 @@ struct GatedServer {
 
 TEST_CASE("the error mapping answers a rejection 503 with its message", "[lesson06][mapping]") {
     GatedServer server(true);
-    const std::string rejected = server.get("/guarded");
+    const std::string rejected = server.get_request("/guarded");
     STEP("GET /guarded: " << rejected);
     CHECK(status_of(rejected) == 503);
     CHECK(body_of(rejected) ==
           "Concurrency limit reached: 0 - not allowed to enter WorkService::do_work\n");
-    const std::string broken = server.get("/broken");
+    const std::string broken = server.get_request("/broken");
     STEP("GET /broken: " << broken);
     CHECK(status_of(broken) == 500);
     CHECK(body_of(broken) == "something else broke\n");
@@ -206,7 +191,7 @@ TEST_CASE("the error mapping answers a rejection 503 with its message", "[lesson
 TEST_CASE("without the mapping the rejection surfaces as a 500 with no body",
           "[lesson06][mapping]") {
     GatedServer server(false);
-    const std::string rejected = server.get("/guarded");
+    const std::string rejected = server.get_request("/guarded");
     STEP("GET /guarded: " << rejected);
     CHECK(status_of(rejected) == 500);
     CHECK(body_of(rejected).empty());

@@ -296,6 +296,37 @@ bool RawConnection::closed_by_peer(std::chrono::milliseconds timeout) {
     }
 }
 
+std::string get_request(const std::string& path) {
+    return "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n";
+}
+
+std::string body_of(const std::string& response) {
+    const auto at = response.find("\r\n\r\n");
+    return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+KeepAliveRace two_quiet_keep_alive_clients(int port, const std::string& path) {
+    RawConnection first(port);
+    RawConnection second(port);
+    const auto start = Clock::now();
+    KeepAliveRace race;
+    if (!first.send(get_request(path)) || !second.send(get_request(path))) return race;
+    race.first_status = status_of(first.receive_response(std::chrono::seconds(30)));
+    race.first_at = seconds_since(start);
+    race.second_status = status_of(second.receive_response(std::chrono::seconds(30)));
+    race.second_at = seconds_since(start);
+    return race;
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (!condition()) {
+        if (Clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+}
+
 int status_of(const std::string& response) {
     static const std::regex status_line(R"(^HTTP/1\.[01] ([0-9]{3}) )");
     std::smatch match;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,26 @@ private:
     int fd_ = -1;
     std::string pending_; // bytes read past the end of the last response
 };
+
+// "GET path HTTP/1.1" with a Host header and nothing more: a request that keeps the connection.
+std::string get_request(const std::string& path);
+
+// The body of a whole raw response (what follows the blank line); "" when there is none.
+std::string body_of(const std::string& response);
+
+// When two clients that send one request each on a kept-alive connection, and then stay quiet,
+// got their answers (seconds after the first request went out). Lessons 01 and 02 use it to
+// show a worker or a carrier held by the first client's keep-alive wait.
+struct KeepAliveRace {
+    double first_at = 0, second_at = 0;
+    int first_status = 0, second_status = 0;
+};
+KeepAliveRace two_quiet_keep_alive_clients(int port, const std::string& path);
+
+// Polls `condition` every 2 ms until it holds (true) or `timeout` passes (false). For waiting on
+// state another thread changes; the timeout is generous, nothing here measures time with it.
+bool eventually(const std::function<bool()>& condition,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // "HTTP/1.1 200 OK\r\n..." -> 200; 0 when the text is not a status line.
 int status_of(const std::string& response);

@@ -24,15 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double free_carrier_gap_ms = 150;
 
-std::string get(const std::string& path) {
-    return "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n";
-}
-
-std::string body_of(const std::string& response) {
-    const auto at = response.find("\r\n\r\n");
-    return at == std::string::npos ? "" : response.substr(at + 4);
-}
-
 // Lesson 03's connector with the exercise's mapping, and routes behind a gate:
 //   GET /work  enters the gate, then waits (parked) until the test opens `release`
 //   GET /full  throws ConcurrencyLimitReached itself, as a full gate would (no gate needed)
@@ -234,9 +225,9 @@ TEST_CASE("behind a BLOCK gate the excess request waits and then gets 200",
     ConcurrencyGate gate(1, GatePolicy::block);
     GatedServer server(gate);
     RawConnection first(server.port()), second(server.port());
-    REQUIRE(first.send(get("/work")));
+    REQUIRE(first.send(get_request("/work")));
     REQUIRE(eventually([&] { return gate.in_use() == 1; }));
-    REQUIRE(second.send(get("/work")));
+    REQUIRE(second.send(get_request("/work")));
     const bool queued = eventually([&] { return gate.waiting() == 1; });
     STEP("one GET /work inside a BLOCK gate of limit 1, a second one waiting: " << (queued ? "yes"
                                                                                            : "no"));
@@ -253,7 +244,7 @@ TEST_CASE("a rejection thrown by a handler is answered 503 with its message",
     ConcurrencyGate gate(1, GatePolicy::reject);
     GatedServer server(gate);
     RawConnection client(server.port());
-    REQUIRE(client.send(get("/full")));
+    REQUIRE(client.send(get_request("/full")));
     const std::string response = client.receive_response(5000ms);
     STEP("GET /full threw ConcurrencyLimitReached; the answer: "
          << response.substr(0, response.find('\r')) << " '" << body_of(response) << "'");
@@ -267,12 +258,12 @@ TEST_CASE("with a REJECT gate in front the excess request gets a fast 503",
     ConcurrencyGate gate(2, GatePolicy::reject);
     GatedServer server(gate);
     RawConnection first(server.port()), second(server.port()), third(server.port());
-    REQUIRE(first.send(get("/work")));
-    REQUIRE(second.send(get("/work")));
+    REQUIRE(first.send(get_request("/work")));
+    REQUIRE(second.send(get_request("/work")));
     REQUIRE(eventually([&] { return gate.in_use() == 2; }));
     STEP("two GET /work are inside a REJECT gate of limit 2, held there");
     const auto began = Clock::now();
-    REQUIRE(third.send(get("/work")));
+    REQUIRE(third.send(get_request("/work")));
     const std::string rejected = third.receive_response(5000ms);
     const double took_ms = ms_since(began);
     STEP("a third GET /work was answered after "
@@ -291,7 +282,7 @@ TEST_CASE("other exceptions are answered 500 with their message", "[ex5][task_3]
     ConcurrencyGate gate(2, GatePolicy::reject);
     GatedServer server(gate);
     RawConnection client(server.port());
-    REQUIRE(client.send(get("/boom")));
+    REQUIRE(client.send(get_request("/boom")));
     const std::string response = client.receive_response(5000ms);
     STEP("GET /boom threw std::runtime_error(\"database is down\"); the answer: "
          << response.substr(0, response.find('\r')) << " '" << body_of(response) << "'");

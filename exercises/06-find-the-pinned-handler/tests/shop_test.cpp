@@ -9,6 +9,7 @@
 #include "connector.hpp"
 #include "exercise_support.hpp"
 #include "pinning_detector.hpp"
+#include "recording_detector.hpp"
 #include "shop.hpp"
 #include "test_support.hpp"
 
@@ -21,38 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-// A pinning detector that keeps its events for the test. Create it before the carriers it
-// should watch; stop() reports the turns that have ended and returns every event.
-class RecordingDetector {
-public:
-    RecordingDetector() {
-        PinningDetector::Options options;
-        options.print = false;
-        options.on_event = [this](const PinningEvent& event) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            events_.push_back(event);
-        };
-        detector_ = std::make_unique<PinningDetector>(options);
-    }
-    std::vector<PinningEvent> stop() {
-        detector_.reset();
-        std::lock_guard<std::mutex> lock(mutex_);
-        return events_;
-    }
-
-private:
-    std::mutex mutex_;
-    std::vector<PinningEvent> events_;
-    std::unique_ptr<PinningDetector> detector_;
-};
-
-std::string describe(const std::vector<PinningEvent>& events) {
-    std::string text;
-    for (const auto& event : events)
-        text += to_text(event);
-    return text.empty() ? "no pinning events" : text;
-}
 
 // Runs `work` on a fresh carrier next to a ticker, under a detector, and returns the events.
 std::vector<PinningEvent> pins_of(const std::function<void()>& work) {
