@@ -169,7 +169,9 @@ private:
     int status_ = -1;
 };
 
-bool eventually(const std::function<bool()>& condition, std::chrono::seconds timeout) {
+// test_support's eventually() polls every 2 ms; these conditions scan all of /proc, which that
+// often would take a core from the demo under test. Five times a second is enough here.
+bool eventually_slowly(const std::function<bool()>& condition, std::chrono::seconds timeout) {
     const auto deadline = Clock::now() + timeout;
     while (!condition()) {
         if (Clock::now() >= deadline) return false;
@@ -274,7 +276,7 @@ TEST_CASE("Ctrl+C part way through the demo stops the servers, the spike and Pos
 
     // Wait for the first run's spike to be under way, with rows in its CSV.
     const std::string spike = std::string(BUILD_DIR) + "/bin/spike ";
-    const bool spiking = eventually(
+    const bool spiking = eventually_slowly(
         [&] {
             for (const auto& p : processes())
                 if (p.group == demo.pid() && p.command.rfind(spike, 0) == 0)
@@ -323,7 +325,7 @@ TEST_CASE("Ctrl+C part way through the demo stops the servers, the spike and Pos
 
     // pg-cluster stops the database before it exits; give the last children a moment to go.
     std::vector<ProcessInfo> left;
-    eventually(
+    eventually_slowly(
         [&] {
             left.clear();
             for (const auto& p : started)
