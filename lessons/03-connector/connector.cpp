@@ -80,6 +80,14 @@ Connector::~Connector() {
 }
 
 void Connector::start() {
+    // One descriptor per connection: make sure the process may open max_connections of them.
+    const long allowed = raise_open_file_limit();
+    if (allowed >= 0 && allowed < options_.max_connections + 64L)
+        std::fprintf(stderr,
+                     "connector: --max-connections %d, but this process may open only %ld "
+                     "files (ulimit -Hn): past that, accept() fails and the connector "
+                     "waits for connections to close\n",
+                     options_.max_connections, allowed);
     listen_fd_ = listen_on(options_.host, options_.port, options_.accept_count);
     port_ = bound_port(listen_fd_);
     sockets_by_carrier_.resize(static_cast<std::size_t>(options_.carriers));

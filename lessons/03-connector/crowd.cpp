@@ -76,6 +76,12 @@ int main(int argc, char** argv) {
         fail("crowd", e.what(), 2);
     }
     if (connections < 1) fail("crowd", "--connections must be at least 1", 2);
+    // One socket per client, plus a few for the carriers and the measurement.
+    if (raise_open_file_limit() < connections + 64L)
+        fail("crowd",
+             "--connections " + std::to_string(connections) +
+                 " needs more open files than this process may have (ulimit -Hn)",
+             2);
 
     const long before_kib = server_pid > 0 ? resident_kib(server_pid) : -1;
     if (server_pid > 0 && before_kib < 0)

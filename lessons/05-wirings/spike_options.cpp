@@ -1,6 +1,7 @@
 #include "spike_options.hpp"
 
 #include "http_client.hpp"
+#include "process.hpp"
 
 #include <arpa/inet.h>
 #include <stdexcept>
@@ -68,15 +69,9 @@ std::string ensure_file_limit(int workers) {
     // Besides one socket per worker: stdio, the two CSVs, each carrier's epoll and eventfd, the
     // probe's socket. 64 is a comfortable margin for those.
     const rlim_t needed = static_cast<rlim_t>(workers) + 64;
-    rlimit limit{};
-    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return "";
-    if (limit.rlim_cur >= needed) return "";
-    if (limit.rlim_max < needed)
-        return "--workers " + std::to_string(workers) + " needs about " + std::to_string(needed) +
-               " open files, but this process may open at most " + std::to_string(limit.rlim_max) +
-               " (the hard limit, ulimit -Hn)";
-    limit.rlim_cur = limit.rlim_max; // the soft limit may be raised up to the hard one freely
-    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0)
-        return "cannot raise the open-file limit to " + std::to_string(limit.rlim_max);
-    return "";
+    const long allowed = raise_open_file_limit();
+    if (allowed < 0 || static_cast<rlim_t>(allowed) >= needed) return "";
+    return "--workers " + std::to_string(workers) + " needs about " + std::to_string(needed) +
+           " open files, but this process may open at most " + std::to_string(allowed) +
+           " (the hard limit, ulimit -Hn)";
 }

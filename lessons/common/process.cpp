@@ -7,6 +7,7 @@
 #include <cstring>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -61,6 +62,17 @@ std::string explain_bind_failure(const std::string& host, int port) {
         reason = std::strerror(errno);
     ::close(fd);
     return reason;
+}
+
+long raise_open_file_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    if (limit.rlim_cur < limit.rlim_max) {
+        const rlim_t before = limit.rlim_cur;
+        limit.rlim_cur = limit.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) limit.rlim_cur = before;
+    }
+    return static_cast<long>(limit.rlim_cur);
 }
 
 void name_this_thread(const std::string& name) {

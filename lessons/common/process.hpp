@@ -22,6 +22,11 @@ void announce_listening(const std::string& host, int port);
 // For libraries (cpp-httplib) that report a failed bind only as `false`.
 std::string explain_bind_failure(const std::string& host, int port);
 
+// Raises this process's soft limit on open files to its hard limit (allowed without privileges)
+// and returns the limit now in force. A server with thousands of connections needs one
+// descriptor each; Debian's default soft limit is 1,024.
+long raise_open_file_limit();
+
 // Names the calling thread (at most 15 characters are kept: a Linux limit).
 void name_this_thread(const std::string& name);
 
