@@ -27,9 +27,10 @@ WIRINGS_DIR=$ROOT/lessons/05-wirings
 # pool_ceiling: prints what ten connections running the query back to back achieve here
 # (pgbench, 5 s): the ceiling every goodput compares with.
 pool_ceiling() {
-    local tps
-    tps=$(pgbench -n -c 10 -j 2 -T 5 -f "$ROOT/lessons/04-pool/work.sql" "$PG_CONNINFO" 2>&1 |
-        awk '/^tps = / { printf "%.1f", $3 }')
+    local tps output
+    output=$(pgbench -n -c 10 -j 2 -T 5 -f "$ROOT/lessons/04-pool/work.sql" "$PG_CONNINFO" 2>&1) ||
+        die "pgbench could not measure the pool's ceiling: $(tail -n 1 <<<"$output")"
+    tps=$(awk '/^tps = / { printf "%.1f", $3 }' <<<"$output")
     POOL_CEILING=$tps
     say "pgbench, 10 connections, 5 s: ${tps:-?} queries/s (the pool's real ceiling here)"
 }
