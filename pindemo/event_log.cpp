@@ -2,6 +2,8 @@
 
 #include "test_support.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -49,4 +51,24 @@ std::string EventLog::text() const {
     for (const auto& line : events())
         text += line + "\n";
     return text.empty() ? "(no events)" : text;
+}
+
+void check_no_pins_under_load(const std::string& binary, const std::vector<std::string>& args,
+                              const std::string& path, int count) {
+    const std::string name = binary.substr(binary.rfind('/') + 1) + "-pins";
+    EventLog log(name);
+    std::vector<std::string> all_args{"--detect-pinning", "--pinning-events", log.path()};
+    all_args.insert(all_args.end(), args.begin(), args.end());
+    ServerProcess server(binary, all_args, name);
+    STEP(name << ": --detect-pinning on port " << server.port());
+    int ok = 0;
+    for (const auto& result : concurrent_get(server.port(), path, count))
+        ok += result.status == 200;
+    STEP(ok << " of " << count << " concurrent GET " << path << " answered 200");
+    CHECK(ok == count);
+    CHECK(server.stop() == 0);
+    STEP("events:\n" << log.text());
+    CHECK(log.events().empty());
+    // The detector was really on: it says so when it stops.
+    CHECK(server.log().find("pinning detector: 0 events (threshold 20ms)") != std::string::npos);
 }
