@@ -10,9 +10,12 @@
 // fiber switch costs a clock read and a few stores.
 #pragma once
 
+#include "turn_share.hpp"
+
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <mutex>
 #include <string>
 
@@ -22,6 +25,7 @@ struct LongTurn {
     std::int64_t end_ns = 0;
     const void* fiber = nullptr; // its boost::fibers::context
     int ready_waiting = 0;       // fibers ready to run when the carrier was free again
+    ThreadTimes at_end;          // the carrier thread's times, read by itself as the turn ended
 };
 
 // The return addresses on the carrier thread's stack at one moment, innermost first.
@@ -37,13 +41,16 @@ struct StackSample {
 
 class CarrierMonitor {
 public:
-    // `label` names the carrier thread ("carrier-0#4242"); `tid` is its kernel thread id.
-    CarrierMonitor(std::string label, int tid) : label_(std::move(label)), tid_(tid) {}
+    // `label` names the carrier thread ("carrier-0#4242"); `tid` is its kernel thread id and
+    // `cpu_clock` its CPU clock (pthread_getcpuclockid).
+    CarrierMonitor(std::string label, int tid, clockid_t cpu_clock)
+        : label_(std::move(label)), tid_(tid), cpu_clock_(cpu_clock) {}
     CarrierMonitor(const CarrierMonitor&) = delete;
     CarrierMonitor& operator=(const CarrierMonitor&) = delete;
 
     const std::string& label() const { return label_; }
     int tid() const { return tid_; }
+    clockid_t cpu_clock() const { return cpu_clock_; }
 
     // --- The carrier's side: called on the carrier thread only.
 
@@ -87,6 +94,7 @@ private:
 
     const std::string label_;
     const int tid_;
+    const clockid_t cpu_clock_;
     std::atomic<std::int64_t> turn_start_{0};
     std::atomic<const void*> fiber_{nullptr};
 

@@ -2,6 +2,9 @@
 
 #include "stack_sampler.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace {
 
 using boost::fibers::context;
@@ -16,13 +19,15 @@ std::int64_t now_ns() {
 MonitoredAlgorithm::MonitoredAlgorithm(std::unique_ptr<boost::fibers::algo::algorithm> inner,
                                        std::shared_ptr<CarrierMonitor> monitor,
                                        std::chrono::nanoseconds long_turn)
-    : inner_(std::move(inner)), monitor_(std::move(monitor)), long_turn_ns_(long_turn.count()) {
+    : inner_(std::move(inner)), monitor_(std::move(monitor)), long_turn_ns_(long_turn.count()),
+      schedstat_fd_(::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {
     attach_sampler(monitor_.get());
 }
 
 MonitoredAlgorithm::~MonitoredAlgorithm() {
     monitor_->retire();
     detach_sampler();
+    if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
 }
 
 void MonitoredAlgorithm::awakened(context* ctx) noexcept {
@@ -38,7 +43,8 @@ context* MonitoredAlgorithm::pick_next() noexcept {
     if (next == nullptr) return nullptr; // the dispatcher goes on (and soon suspends)
     const std::int64_t now = now_ns();
     if (fiber_holds_carrier_ && now - turn_start_ns_ >= long_turn_ns_) {
-        ended_ = LongTurn{turn_start_ns_, now, holder_, 0};
+        ended_ = LongTurn{turn_start_ns_, now, holder_, 0,
+                          read_thread_times(schedstat_fd_, CLOCK_THREAD_CPUTIME_ID)};
         counting_ = true;
         looked_once_ = false;
         holder_requeued_ = false;

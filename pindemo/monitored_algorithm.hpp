@@ -6,8 +6,10 @@
 // fiber holds the carrier, and that span is the fiber's turn. This class forwards every call to
 // the wrapped algorithm, and on the way:
 //  * at each pick_next: notes which fiber now holds the carrier and since when;
-//  * when a turn of at least `long_turn` ends: counts the fibers that were ready to run once the
-//    carrier was free again, and hands the turn to the watchdog (CarrierMonitor).
+//  * when a turn of at least `long_turn` ends: reads the carrier thread's own times (how long it
+//    ran, waited for a CPU; turn_share.hpp), counts the fibers that were ready to run once the
+//    carrier was free again, and hands the turn to the watchdog (CarrierMonitor). Those reads
+//    are two system calls, made only for long turns, which are rare.
 //
 // "Ready to run" needs care: fibers whose sleep ended, whose socket became ready or that another
 // thread woke during the long turn are not in the ready queue yet; Boost's dispatcher moves them
@@ -42,6 +44,7 @@ private:
     std::unique_ptr<boost::fibers::algo::algorithm> inner_;
     std::shared_ptr<CarrierMonitor> monitor_;
     const std::int64_t long_turn_ns_;
+    int schedstat_fd_ = -1; // this carrier thread's /proc/thread-self/schedstat
 
     // Everything below is touched by the carrier thread only.
     int ready_ = 0; // fibers in the ready queue, the dispatcher not counted

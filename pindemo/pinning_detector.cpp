@@ -43,9 +43,10 @@ struct Watched {
     std::shared_ptr<CarrierMonitor> monitor;
     int schedstat_fd = -1; // the carrier thread's scheduler statistics; -1 if unavailable
 
-    std::int64_t seen_turn = 0;      // the turn under way at the last tick
-    std::uint64_t baseline_wait = 0; // run-queue wait read at the tick before seen_turn began
-    std::uint64_t last_wait = 0;     // run-queue wait read at the last tick
+    std::int64_t seen_turn = 0;         // the turn under way at the last tick
+    std::int64_t baseline_runqueue = 0; // run-queue wait read at the tick before seen_turn began
+    std::int64_t last_runqueue = 0;     // run-queue wait read at the last tick
+    ThreadTimes seen_turn_times;        // read at the first tick that saw seen_turn under way
 
     std::int64_t sampled_turn = 0; // the turn a sample was asked for
     bool sample_pending = false;
@@ -64,16 +65,7 @@ struct Watched {
     Watched(const Watched&) = delete;
     Watched& operator=(const Watched&) = delete;
 
-    // Nanoseconds the carrier thread has spent runnable but waiting for a CPU, since it started.
-    std::uint64_t runqueue_wait() const {
-        if (schedstat_fd < 0) return 0;
-        char text[128];
-        const ssize_t n = ::pread(schedstat_fd, text, sizeof text - 1, 0);
-        if (n <= 0) return 0;
-        text[n] = '\0';
-        unsigned long long on_cpu = 0, waiting = 0;
-        return std::sscanf(text, "%llu %llu", &on_cpu, &waiting) == 2 ? waiting : 0;
-    }
+    ThreadTimes times() const { return read_thread_times(schedstat_fd, monitor->cpu_clock()); }
 };
 
 std::unique_ptr<boost::fibers::algo::algorithm>
@@ -103,6 +95,7 @@ struct PinningDetector::Impl {
     Symbolizer symbolizer;
     long long long_turns_alone = 0;   // long turns while no other fiber was ready
     long long long_turns_excused = 0; // long only because the OS kept the thread off a CPU
+    long long long_turns_stolen = 0;  // long only because the hypervisor took the CPU away
 
     std::mutex stop_mutex;
     std::condition_variable stop_requested;
@@ -114,8 +107,8 @@ struct PinningDetector::Impl {
           tick(std::max<std::chrono::microseconds>(options.threshold / 4,
                                                    std::chrono::milliseconds(1))) {}
 
-    std::shared_ptr<CarrierMonitor> add_carrier(std::string label, int tid) {
-        auto monitor = std::make_shared<CarrierMonitor>(std::move(label), tid);
+    std::shared_ptr<CarrierMonitor> add_carrier(std::string label, int tid, clockid_t cpu_clock) {
+        auto monitor = std::make_shared<CarrierMonitor>(std::move(label), tid, cpu_clock);
         std::lock_guard<std::mutex> lock(adopt_mutex);
         adopted.push_back(monitor);
         return monitor;
@@ -164,16 +157,14 @@ struct PinningDetector::Impl {
 
     void look_at(Watched& w) {
         const std::int64_t now = now_ns();
-        // Reading the scheduler statistics is a /proc read, the watchdog's main cost: only
-        // when a fiber holds the carrier now, or a turn that ended must be judged. An idle
-        // server reads nothing. A baseline read earlier than needed only makes the OS's share
-        // of a turn look larger, which errs towards not reporting.
-        bool have_wait = false;
-        std::uint64_t wait_now_value = w.last_wait;
-        auto wait_now = [&] {
-            if (!have_wait) wait_now_value = w.runqueue_wait();
-            have_wait = true;
-            return wait_now_value;
+        // Reading the carrier's times is a /proc read, the watchdog's main cost: only when a
+        // fiber holds the carrier now, or a turn that ended must be judged. An idle server reads
+        // nothing. A baseline read earlier than needed only makes the OS's share of a turn look
+        // larger, which errs towards not reporting.
+        ThreadTimes times;
+        auto times_now = [&]() -> const ThreadTimes& {
+            if (!times.valid) times = w.times();
+            return times;
         };
         if (w.sample_pending) {
             if (w.monitor->collect_sample(w.sample)) {
@@ -189,18 +180,22 @@ struct PinningDetector::Impl {
         if (!w.sample_pending) {
             LongTurn turn;
             while (w.monitor->next_long_turn(turn))
-                turn_ended(w, turn, wait_now());
+                turn_ended(w, turn, turn.at_end.valid ? turn.at_end : times_now());
         }
         const std::int64_t turn = w.monitor->current_turn_start();
         if (turn != w.seen_turn) {
             w.seen_turn = turn;
-            w.baseline_wait = w.last_wait;
+            w.baseline_runqueue = w.last_runqueue;
+            w.seen_turn_times = ThreadTimes{};
+            // A reading inside the turn, for telling steal apart (turn_share.hpp). Inside only
+            // if the same turn is still under way once it is taken.
+            if (turn != 0 && times_now().valid && w.monitor->current_turn_start() == turn)
+                w.seen_turn_times = times_now();
         } else if (turn != 0 && turn != w.sampled_turn && !w.sample_pending) {
-            const std::int64_t off_cpu = static_cast<std::int64_t>(wait_now() - w.baseline_wait);
+            const std::int64_t off_cpu = times_now().runqueue_ns - w.baseline_runqueue;
             if (now - turn - off_cpu >= threshold.count()) ask_for_sample(w, turn);
         }
-        if (turn != 0) wait_now();
-        w.last_wait = wait_now_value;
+        if (turn != 0 && times_now().valid) w.last_runqueue = times_now().runqueue_ns;
     }
 
     void ask_for_sample(Watched& w, std::int64_t turn) {
@@ -229,25 +224,31 @@ struct PinningDetector::Impl {
         if (w.sample_ok) w.fiber_name = fiber_display_name(w.sample.fiber);
     }
 
-    void turn_ended(Watched& w, const LongTurn& turn, std::uint64_t wait_now) {
+    // `at_end`: the carrier's times when the turn ended (or, failing that, read just now).
+    void turn_ended(Watched& w, const LongTurn& turn, const ThreadTimes& at_end) {
         if (turn.ready_waiting <= 0) {
             ++long_turns_alone;
             return;
         }
         // Run-queue wait since a reading taken before the turn began: at least the OS's share
-        // of this turn (it may include a little of the time around it).
-        const std::uint64_t baseline = turn.start_ns == w.seen_turn ? w.baseline_wait : w.last_wait;
-        const std::int64_t off_cpu =
-            wait_now > baseline ? static_cast<std::int64_t>(wait_now - baseline) : 0;
-        const std::int64_t duration = turn.end_ns - turn.start_ns;
-        if (duration - off_cpu < threshold.count()) {
-            ++long_turns_excused;
+        // of this turn (it may include a little of the time before it).
+        const std::int64_t baseline =
+            turn.start_ns == w.seen_turn ? w.baseline_runqueue : w.last_runqueue;
+        const ThreadTimes during = turn.start_ns == w.seen_turn ? w.seen_turn_times : ThreadTimes{};
+        const TurnShare share =
+            share_of_turn(turn.start_ns, turn.end_ns,
+                          at_end.valid ? at_end.runqueue_ns - baseline : 0, during, turn.at_end);
+        if (share.pinned_ns < threshold.count()) {
+            const bool os_alone = share.pinned_ns + share.stolen_ns < threshold.count();
+            ++(os_alone ? long_turns_excused : long_turns_stolen);
             return;
         }
+        const std::int64_t duration = turn.end_ns - turn.start_ns;
         PinningEvent event;
         event.carrier = w.monitor->label();
         event.duration_ms = duration / 1e6;
-        event.runqueue_ms = std::min(off_cpu, duration) / 1e6;
+        event.runqueue_ms = share.runqueue_ns / 1e6;
+        event.stolen_ms = share.stolen_ns / 1e6;
         event.ready_waiting = turn.ready_waiting;
         const bool sampled = w.sample_ok && w.sampled_turn == turn.start_ns;
         event.fiber = sampled ? w.fiber_name : fiber_display_name(turn.fiber);
@@ -304,13 +305,14 @@ struct PinningDetector::Impl {
         long long dropped = 0;
         for (const auto& w : watched)
             dropped += static_cast<long long>(w->monitor->dropped_turns());
-        std::string text = "pinning detector: " + std::to_string(events.load()) +
-                           (events.load() == 1 ? " event" : " events") + " (threshold " +
-                           std::to_string(options.threshold.count()) +
-                           "ms); not reported: " + std::to_string(long_turns_alone) +
-                           " long turns with no fiber waiting, " +
-                           std::to_string(long_turns_excused) +
-                           " long only because the OS kept the carrier off a CPU";
+        std::string text =
+            "pinning detector: " + std::to_string(events.load()) +
+            (events.load() == 1 ? " event" : " events") + " (threshold " +
+            std::to_string(options.threshold.count()) +
+            "ms); not reported: " + std::to_string(long_turns_alone) +
+            " long turns with no fiber waiting, " + std::to_string(long_turns_excused) +
+            " long only because the OS kept the carrier off a CPU, " +
+            std::to_string(long_turns_stolen) + " only because the hypervisor took its CPU away";
         if (dropped > 0)
             text += "; " + std::to_string(dropped) + " long turns lost (watchdog too slow)";
         return text + "\n";
@@ -326,7 +328,13 @@ monitor_carrier(std::unique_ptr<boost::fibers::algo::algorithm> inner) {
     char name[16] = "";
     ::pthread_getname_np(::pthread_self(), name, sizeof name);
     const int tid = static_cast<int>(::gettid());
-    auto monitor = current->add_carrier(std::string(name) + "#" + std::to_string(tid), tid);
+    // The clock other threads read this thread's CPU time with. glibc derives it from the
+    // thread id, so this cannot fail; were it to, the carrier would go unwatched rather than
+    // be misjudged.
+    clockid_t cpu_clock{};
+    if (::pthread_getcpuclockid(::pthread_self(), &cpu_clock) != 0) return inner;
+    auto monitor =
+        current->add_carrier(std::string(name) + "#" + std::to_string(tid), tid, cpu_clock);
     return std::make_unique<MonitoredAlgorithm>(std::move(inner), std::move(monitor),
                                                 current->threshold);
 }

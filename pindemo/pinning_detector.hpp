@@ -18,8 +18,11 @@
 //  * a long turn while no other fiber was ready to run: nothing waited for the carrier;
 //  * time the OS kept the carrier thread waiting for a CPU, read from the kernel's scheduler
 //    statistics (/proc/self/task/TID/schedstat): on a busy machine a thread may wait tens of
-//    milliseconds for a core, which no fiber can help. Only the rest counts toward the threshold.
-// Both are counted and shown in the summary line the detector prints when it stops.
+//    milliseconds for a core, which no fiber can help;
+//  * time a virtual machine's hypervisor took the carrier's CPU away (steal), told apart by the
+//    carrier thread's CPU clock standing still while it never left its CPU (turn_share.hpp).
+// Only the rest of a turn counts toward the threshold. Each kind of long turn left out is
+// counted and shown in the summary line the detector prints when it stops.
 //
 // Cost when nothing pins: a clock read and a few stores per fiber switch, and a watchdog that
 // wakes four times per threshold (see pindemo/README.md for measurements).

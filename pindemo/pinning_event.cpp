@@ -34,8 +34,12 @@ std::string to_text(const PinningEvent& event) {
                        fixed1(event.duration_ms) + " ms while " +
                        std::to_string(event.ready_waiting) +
                        (event.ready_waiting == 1 ? " ready fiber waited" : " ready fibers waited");
-    if (event.runqueue_ms >= 1)
-        text += " (" + fixed1(event.runqueue_ms) + " ms of it off-CPU by the OS)";
+    std::string excused;
+    if (event.runqueue_ms >= 1) excused = fixed1(event.runqueue_ms) + " ms of it off-CPU by the OS";
+    if (event.stolen_ms >= 1)
+        excused += (excused.empty() ? "" : ", ") + fixed1(event.stolen_ms) +
+                   " ms of it stolen by the hypervisor";
+    if (!excused.empty()) text += " (" + excused + ")";
     text += "\n";
     text +=
         "  blocked in:  " + (event.blocked_in.empty() ? "(not sampled)" : event.blocked_in) + "\n";
@@ -58,6 +62,7 @@ std::string to_json(const PinningEvent& event) {
     json += ",\"carrier\":" + quoted(event.carrier);
     json += ",\"duration_ms\":" + fixed1(event.duration_ms);
     json += ",\"runqueue_ms\":" + fixed1(event.runqueue_ms);
+    json += ",\"stolen_ms\":" + fixed1(event.stolen_ms);
     json += ",\"ready_waiting\":" + std::to_string(event.ready_waiting);
     json += ",\"blocked_in\":" + quoted(event.blocked_in);
     json += ",\"called_from\":" + quoted(event.called_from);

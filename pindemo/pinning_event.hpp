@@ -13,6 +13,9 @@ struct PinningEvent {
     // process had it). It is not the fiber's doing; the detector does not count it toward the
     // threshold.
     double runqueue_ms = 0;
+    // And this long the carrier thread sat on a CPU that the hypervisor had taken away (steal
+    // time on a virtual machine; turn_share.hpp). Not counted either.
+    double stolen_ms = 0;
     int ready_waiting = 0;     // fibers ready to run when the carrier was free again
     double sampled_at_ms = -1; // when the stack was sampled, from the start of the turn; -1: never
     std::string blocked_in;    // the innermost function of the sample: clock_nanosleep, poll, ...
