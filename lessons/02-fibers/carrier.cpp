@@ -7,11 +7,11 @@
 #include <boost/fiber/all.hpp>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 
 namespace {
 std::atomic<SchedulerObserver> scheduler_observer{nullptr};
 } // namespace
-#include <stdexcept>
 
 Carrier::Carrier(std::string name, SchedulerSetup setup, std::size_t stack_size)
     : name_(std::move(name)), stack_size_(stack_size),

@@ -51,8 +51,7 @@ void unpoison_fiber_stack_at(const char* address, bool whole) {
     ASAN_UNPOISON_MEMORY_REGION(reinterpret_cast<void*>(bottom), (whole ? top : at) - bottom);
 }
 
-template <typename Function>
-Function next_definition(const char* name) {
+template <typename Function> Function next_definition(const char* name) {
     return reinterpret_cast<Function>(::dlsym(RTLD_NEXT, name));
 }
 
@@ -61,7 +60,8 @@ Function next_definition(const char* name) {
 extern "C" {
 
 [[noreturn]] void __cxa_throw(void* exception, void* type, void (*destroy)(void*)) {
-    static const auto next = next_definition<void (*)(void*, void*, void (*)(void*))>("__cxa_throw");
+    static const auto next =
+        next_definition<void (*)(void*, void*, void (*)(void*))>("__cxa_throw");
     char here;
     unpoison_fiber_stack_at(&here, true);
     next(exception, type, destroy);

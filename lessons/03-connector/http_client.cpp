@@ -17,7 +17,8 @@ std::string header_value(const std::string& head, const char* name) {
         const char* line = head.data() + at + 2;
         if (::strncasecmp(line, name, length) == 0 && line[length] == ':') {
             std::size_t begin = at + 2 + length + 1;
-            while (begin < head.size() && head[begin] == ' ') ++begin;
+            while (begin < head.size() && head[begin] == ' ')
+                ++begin;
             return head.substr(begin, head.find("\r\n", begin) - begin);
         }
     }

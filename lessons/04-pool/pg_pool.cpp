@@ -13,8 +13,8 @@ struct PgPool::Slot {
 // condition variable would wake them all, or an arbitrary one).
 struct PgPool::Waiter {
     boost::fibers::condition_variable_any wake; // works with the pool's std::mutex
-    Slot* granted = nullptr; // FIFO: the place handed to this waiter
-    bool signalled = false;  // barging: "a connection was returned, try again"
+    Slot* granted = nullptr;                    // FIFO: the place handed to this waiter
+    bool signalled = false;                     // barging: "a connection was returned, try again"
 };
 
 PgPool::PgPool(PoolOptions options) : options_(std::move(options)) {
