@@ -43,8 +43,7 @@ context* MonitoredAlgorithm::pick_next() noexcept {
     if (next == nullptr) return nullptr; // the dispatcher goes on (and soon suspends)
     const std::int64_t now = now_ns();
     if (fiber_holds_carrier_ && now - turn_start_ns_ >= long_turn_ns_) {
-        ended_ = LongTurn{turn_start_ns_, now, holder_, 0,
-                          read_thread_times(schedstat_fd_, CLOCK_THREAD_CPUTIME_ID)};
+        ended_ = LongTurn{turn_start_ns_, now, holder_, 0, read_own_times(schedstat_fd_, now)};
         counting_ = true;
         looked_once_ = false;
         holder_requeued_ = false;

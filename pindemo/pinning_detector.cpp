@@ -43,10 +43,11 @@ struct Watched {
     std::shared_ptr<CarrierMonitor> monitor;
     int schedstat_fd = -1; // the carrier thread's scheduler statistics; -1 if unavailable
 
-    std::int64_t seen_turn = 0;         // the turn under way at the last tick
-    std::int64_t baseline_runqueue = 0; // run-queue wait read at the tick before seen_turn began
-    std::int64_t last_runqueue = 0;     // run-queue wait read at the last tick
-    ThreadTimes seen_turn_times;        // read at the first tick that saw seen_turn under way
+    // Run-queue waits (-1: not read yet): at the tick before seen_turn began, at the last tick.
+    std::int64_t seen_turn = 0; // the turn under way at the last tick
+    std::int64_t baseline_runqueue = -1;
+    std::int64_t last_runqueue = -1;
+    ThreadTimes seen_turn_times; // read at the first tick that saw seen_turn under way
 
     std::int64_t sampled_turn = 0; // the turn a sample was asked for
     bool sample_pending = false;
@@ -159,8 +160,8 @@ struct PinningDetector::Impl {
         const std::int64_t now = now_ns();
         // Reading the carrier's times is a /proc read, the watchdog's main cost: only when a
         // fiber holds the carrier now, or a turn that ended must be judged. An idle server reads
-        // nothing. A baseline read earlier than needed only makes the OS's share of a turn look
-        // larger, which errs towards not reporting.
+        // nothing. A run-queue baseline read earlier than needed only makes the OS's share of a
+        // turn look larger, which errs towards not reporting; for steal, see turn_share.hpp.
         ThreadTimes times;
         auto times_now = [&]() -> const ThreadTimes& {
             if (!times.valid) times = w.times();
@@ -187,12 +188,18 @@ struct PinningDetector::Impl {
             w.seen_turn = turn;
             w.baseline_runqueue = w.last_runqueue;
             w.seen_turn_times = ThreadTimes{};
-            // A reading inside the turn, for telling steal apart (turn_share.hpp). Inside only
-            // if the same turn is still under way once it is taken.
-            if (turn != 0 && times_now().valid && w.monitor->current_turn_start() == turn)
-                w.seen_turn_times = times_now();
+            if (turn != 0) {
+                // A reading inside the turn, for telling steal apart (turn_share.hpp): taken
+                // after the turn was seen, and inside it if the same turn is still under way.
+                const ThreadTimes fresh = w.times();
+                if (fresh.valid && w.monitor->current_turn_start() == turn)
+                    w.seen_turn_times = fresh;
+                if (fresh.valid) times = fresh;
+            }
         } else if (turn != 0 && turn != w.sampled_turn && !w.sample_pending) {
-            const std::int64_t off_cpu = times_now().runqueue_ns - w.baseline_runqueue;
+            const std::int64_t off_cpu = w.baseline_runqueue >= 0 && times_now().valid
+                                             ? times_now().runqueue_ns - w.baseline_runqueue
+                                             : 0;
             if (now - turn - off_cpu >= threshold.count()) ask_for_sample(w, turn);
         }
         if (turn != 0 && times_now().valid) w.last_runqueue = times_now().runqueue_ns;
@@ -231,13 +238,14 @@ struct PinningDetector::Impl {
             return;
         }
         // Run-queue wait since a reading taken before the turn began: at least the OS's share
-        // of this turn (it may include a little of the time before it).
+        // of this turn (it may include a little of the time before it). No baseline: none.
         const std::int64_t baseline =
             turn.start_ns == w.seen_turn ? w.baseline_runqueue : w.last_runqueue;
         const ThreadTimes during = turn.start_ns == w.seen_turn ? w.seen_turn_times : ThreadTimes{};
+        const std::int64_t runqueue =
+            baseline >= 0 && at_end.valid ? at_end.runqueue_ns - baseline : 0;
         const TurnShare share =
-            share_of_turn(turn.start_ns, turn.end_ns,
-                          at_end.valid ? at_end.runqueue_ns - baseline : 0, during, turn.at_end);
+            share_of_turn(turn.start_ns, turn.end_ns, runqueue, during, turn.at_end);
         if (share.pinned_ns < threshold.count()) {
             const bool os_alone = share.pinned_ns + share.stolen_ns < threshold.count();
             ++(os_alone ? long_turns_excused : long_turns_stolen);

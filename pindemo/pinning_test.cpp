@@ -93,32 +93,42 @@ TEST_CASE("a carrier idle for longer than the threshold, every fiber parked, is 
     // variable) for five thresholds, then several fibers are ready at once. A detector that
     // counted the scheduler's wait as part of the last fiber's turn would report it here.
     RecordingDetector detector;
+    const auto began = std::chrono::steady_clock::now();
     SECTION("a reactor carrier, sleeping and waiting for a socket") {
-        Carrier carrier("idle-test", reactor(), 64 * 1024);
-        int fds[2];
-        REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
-        carrier.spawn([] { boost::this_fiber::sleep_for(100ms); });
-        carrier.spawn([fd = fds[0]] {
-            FiberSocket socket(fd);
-            char byte = 0;
-            socket.receive(&byte, 1, deadline_after(10s));
-        });
-        carrier.spawn([fd = fds[1]] {
-            FiberSocket socket(fd);
-            boost::this_fiber::sleep_for(100ms);
-            socket.send_all("x", 1, deadline_after(10s));
-        });
-        carrier.stop();
+        std::atomic<bool> received{false};
+        {
+            Carrier carrier("idle-test", reactor(), 64 * 1024);
+            int fds[2];
+            REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+            carrier.spawn([] { boost::this_fiber::sleep_for(100ms); });
+            carrier.spawn([fd = fds[0], &received] {
+                FiberSocket socket(fd);
+                char byte = 0;
+                received = socket.receive(&byte, 1, deadline_after(10s)) == 1 && byte == 'x';
+            });
+            carrier.spawn([fd = fds[1]] {
+                FiberSocket socket(fd);
+                boost::this_fiber::sleep_for(100ms);
+                socket.send_all("x", 1, deadline_after(10s));
+            });
+        }
+        CHECK(received);
     }
     SECTION("a round-robin carrier, sleeping") {
         Carrier carrier("idle-test", {}, 64 * 1024);
         for (int i = 0; i < 3; ++i)
             carrier.spawn([] { boost::this_fiber::sleep_for(100ms); });
-        carrier.stop();
     }
+    const auto idle_for = std::chrono::steady_clock::now() - began;
+    STEP("the carrier's fibers were done after "
+         << std::chrono::duration_cast<std::chrono::milliseconds>(idle_for).count() << " ms");
+    CHECK(idle_for >= 100ms);
+    // The detector was watching: a real pin right after is caught.
+    run_beside_a_waiter(reactor(), "control", [] { std::this_thread::sleep_for(100ms); });
     const auto events = detector.stop();
     STEP("events: " << describe(events));
-    CHECK(events.empty());
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].fiber == "control");
 }
 
 TEST_CASE("lesson 02's round-robin carriers are watched too", "[pindemo][detector]") {

@@ -5,12 +5,16 @@
 //  * The OS may have kept it waiting in the run queue while another thread had the CPU. The
 //    kernel counts that time per thread (/proc/self/task/TID/schedstat, second field).
 //  * On a virtual machine the hypervisor may take the CPU itself away (steal time). The thread
-//    then neither runs nor waits as far as its kernel knows: it still sits on its CPU, its CPU
-//    clock stands still (the kernel leaves steal out of it), and no per-thread counter grows. What
-//    gives it away is that pair: between two readings the thread was never put on a CPU afresh
-//    (schedstat's third field, unchanged), so it never left its CPU, yet its CPU clock advanced
-//    less than the wall clock. A fiber that blocks in a call leaves the CPU (and is put back
-//    later); one that computes keeps its CPU clock running: neither is mistaken for steal.
+//    then neither runs nor waits as far as its kernel knows: it still sits on its CPU and no
+//    per-thread wait counter grows. But a KVM guest's kernel (with steal accounting, its
+//    default) leaves steal out of the thread's CPU clock. So the pair gives it away: between
+//    two readings the thread was never put on a CPU afresh (schedstat's third field did not
+//    move), so it never left its CPU, yet its CPU clock advanced less than the wall clock. A
+//    fiber that blocks in a call leaves its CPU (and is put back on one later); one that
+//    computes keeps its CPU clock running: neither passes for steal. Where the kernel keeps
+//    interrupt time apart (CONFIG_IRQ_TIME_ACCOUNTING), time spent in interrupts counts as
+//    stolen too; and a fiber spinning on a lock may have its spin cut short by the hypervisor
+//    (pause-loop exiting), which then counts as stolen as well.
 // The detector reports a turn only when what is left, the pinned part, reaches the threshold.
 #pragma once
 
@@ -20,17 +24,24 @@
 // A carrier thread's times at one moment, as its kernel counts them.
 struct ThreadTimes {
     bool valid = false;
-    std::int64_t at_ns = 0;       // steady clock, when read
-    std::int64_t cpu_ns = 0;      // its CPU clock: time it ran (steal not included)
+    std::int64_t at_ns = 0;       // steady clock
+    std::int64_t cpu_ns = 0;      // its CPU clock: time it ran (steal left out)
     std::int64_t runqueue_ns = 0; // time it was ready to run but waited for a CPU
     std::uint64_t arrivals = 0;   // times it was put on a CPU: unchanged while it never left one
 };
 
-// Reads them. `schedstat_fd` is the thread's /proc/self/task/TID/schedstat (or
-// /proc/thread-self/schedstat on the thread itself), `cpu_clock` its CPU clock
-// (pthread_getcpuclockid). Invalid when either read fails (the thread has ended, /proc is not
-// mounted).
+// The watchdog's reading of a carrier thread while a turn goes on. `schedstat_fd` is the
+// thread's /proc/self/task/TID/schedstat, `cpu_clock` its CPU clock (pthread_getcpuclockid).
+// Invalid when a read fails (the thread has ended, /proc is missing) or the kernel does not
+// count arrivals (it prints "0 0 0" without its scheduler statistics).
 ThreadTimes read_thread_times(int schedstat_fd, clockid_t cpu_clock) noexcept;
+
+// The carrier thread's reading of itself as a turn ends at `now_ns` (steady clock, just read):
+// `schedstat_fd` is its /proc/thread-self/schedstat.
+ThreadTimes read_own_times(int schedstat_fd, std::int64_t now_ns) noexcept;
+
+// Both readings take their parts in the order that makes any delay between the reads (the
+// reading thread itself preempted or stolen) look like less steal, never more: see the .cpp.
 
 struct TurnShare {
     std::int64_t pinned_ns = 0;   // what the fiber held: the rest
@@ -39,8 +50,9 @@ struct TurnShare {
 };
 
 // Splits the turn [start_ns, end_ns]. `runqueue_ns` is the thread's run-queue wait from a reading
-// taken before the turn began to one taken when it ended: at least the turn's own. `during` is a
-// reading taken while the turn went on (or invalid), `at_end` one the carrier took as it ended.
-// Time before `during` is never counted as stolen: errors lean towards reporting.
+// taken before the turn began to one taken when it ended: at least the turn's own, perhaps a
+// little more (errs towards not reporting). `during` is the watchdog's reading while the turn
+// went on (or invalid), `at_end` the carrier's own as it ended. Steal is counted only between
+// those two, and only if the thread never left its CPU there (errs towards reporting).
 TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, std::int64_t runqueue_ns,
                         const ThreadTimes& during, const ThreadTimes& at_end);

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <fcntl.h>
 #include <thread>
@@ -71,6 +72,11 @@ TEST_CASE("without a reading inside the turn nothing counts as stolen", "[pindem
         const TurnShare share = share_of_turn(0, 25 * ms, 0, reading(5, 5, 7), ThreadTimes{});
         CHECK(share.pinned_ns == 25 * ms);
     }
+    SECTION("a reading at the end taken after the turn ended") {
+        // A stall after the turn is not the turn's: the carrier's reading must be its end.
+        const TurnShare share = share_of_turn(0, 25 * ms, 0, reading(5, 5, 7), reading(31, 25, 7));
+        CHECK(share.pinned_ns == 25 * ms);
+    }
 }
 
 TEST_CASE("the parts of a turn never add up to more than the turn", "[pindemo][turn_share]") {
@@ -85,26 +91,40 @@ TEST_CASE("the parts of a turn never add up to more than the turn", "[pindemo][t
     CHECK(both.pinned_ns == 0);
 }
 
-TEST_CASE("the kernel facts behind it: a thread's CPU clock runs while it computes, and it is put "
-          "back on a CPU after it sleeps",
+TEST_CASE("the kernel facts behind it: a thread that never leaves its CPU runs for as long as "
+          "the wall clock says, and one that sleeps is put back on a CPU afterwards",
           "[pindemo][turn_share]") {
     const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     REQUIRE(fd >= 0);
-    const ThreadTimes before = read_thread_times(fd, CLOCK_THREAD_CPUTIME_ID);
-    REQUIRE(before.valid);
-    // Compute for 20 ms of wall time.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-    while (std::chrono::steady_clock::now() < until) {
+    const auto now = [] { return std::chrono::steady_clock::now().time_since_epoch().count(); };
+    // Compute for a millisecond at a time, a hundred times. On a loaded machine some stretches
+    // are cut by preemption (the arrival count moves) or by steal: they say nothing either way.
+    // The best stretch without a switch shows what the clock does.
+    int clean = 0;
+    double best_share = 0;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        const ThreadTimes before = read_own_times(fd, now());
+        REQUIRE(before.valid);
+        const std::int64_t until = before.at_ns + 1 * ms;
+        while (now() < until) {
+        }
+        const ThreadTimes after = read_own_times(fd, now());
+        if (after.arrivals != before.arrivals) continue;
+        ++clean;
+        best_share = std::max(best_share, static_cast<double>(after.cpu_ns - before.cpu_ns) /
+                                              static_cast<double>(after.at_ns - before.at_ns));
     }
-    const ThreadTimes computed = read_thread_times(fd, CLOCK_THREAD_CPUTIME_ID);
-    STEP("20 ms of computing: the CPU clock moved " << (computed.cpu_ns - before.cpu_ns) / 1e6
-                                                    << " ms");
-    // Generous: even on a machine so busy that the thread waited for a CPU most of that time,
-    // it ran at least a millisecond of it.
-    CHECK(computed.cpu_ns - before.cpu_ns >= 1 * ms);
+    STEP(clean << " of 100 stretches of a millisecond's computing ran without a switch; in the "
+                  "best, the CPU clock ran "
+               << best_share * 100 << "% of the wall clock");
+    REQUIRE(clean > 0);
+    // 100% but for the reads themselves.
+    CHECK(best_share > 0.9);
+    const ThreadTimes before_sleep = read_own_times(fd, now());
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    const ThreadTimes slept = read_thread_times(fd, CLOCK_THREAD_CPUTIME_ID);
-    STEP("then a 5 ms sleep: put on a CPU " << slept.arrivals - computed.arrivals << " more times");
-    CHECK(slept.arrivals > computed.arrivals);
+    const ThreadTimes after_sleep = read_own_times(fd, now());
+    STEP("then a 5 ms sleep: put on a CPU " << after_sleep.arrivals - before_sleep.arrivals
+                                            << " more times");
+    CHECK(after_sleep.arrivals > before_sleep.arrivals);
     ::close(fd);
 }
