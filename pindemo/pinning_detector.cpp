@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <mutex>
 #include <pthread.h>
@@ -94,9 +95,13 @@ struct PinningDetector::Impl {
     // The watchdog's own state.
     std::vector<std::unique_ptr<Watched>> watched;
     Symbolizer symbolizer;
-    long long long_turns_alone = 0;   // long turns while no other fiber was ready
-    long long long_turns_excused = 0; // long only because the OS kept the thread off a CPU
-    long long long_turns_stolen = 0;  // long only because the hypervisor took the CPU away
+    long long long_turns_alone = 0;     // long turns while no other fiber was ready
+    long long long_turns_excused = 0;   // long only because the OS kept the thread off a CPU
+    long long long_turns_stolen = 0;    // long only because the hypervisor took the CPU away
+    long long long_turns_unwatched = 0; // long only because the whole machine stalled
+    // Stretches the watchdog slept through, waking up late by more than a tick: it could not
+    // run, and most likely nothing in the machine could (turn_share.hpp). The last minute's.
+    std::deque<Stretch> unwatched;
 
     std::mutex stop_mutex;
     std::condition_variable stop_requested;
@@ -118,10 +123,15 @@ struct PinningDetector::Impl {
     void run() {
         name_this_thread("pin-watchdog");
         std::unique_lock<std::mutex> lock(stop_mutex);
-        while (!stop_requested.wait_for(lock, tick, [this] { return stopping; })) {
+        auto wake_at = std::chrono::steady_clock::now() + tick;
+        while (!stop_requested.wait_until(lock, wake_at, [this] { return stopping; })) {
+            const auto woke = std::chrono::steady_clock::now();
+            // A thread that can run wakes within a fraction of a millisecond of its time.
+            if (woke - wake_at > tick) note_unwatched(wake_at, woke);
             lock.unlock();
             look();
             lock.lock();
+            wake_at = std::chrono::steady_clock::now() + tick;
         }
         lock.unlock();
         // Final rounds: turns that ended just now, and samples still on their way.
@@ -133,6 +143,14 @@ struct PinningDetector::Impl {
             if (!pending) break;
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
+    }
+
+    void note_unwatched(std::chrono::steady_clock::time_point from,
+                        std::chrono::steady_clock::time_point to) {
+        unwatched.push_back({from.time_since_epoch().count(), to.time_since_epoch().count()});
+        const std::int64_t forget_before = unwatched.back().to_ns - std::int64_t{60} * 1000000000;
+        while (unwatched.front().to_ns < forget_before || unwatched.size() > 1000)
+            unwatched.pop_front();
     }
 
     void look() {
@@ -245,10 +263,15 @@ struct PinningDetector::Impl {
         const std::int64_t runqueue =
             baseline >= 0 && at_end.valid ? at_end.runqueue_ns - baseline : 0;
         const TurnShare share =
-            share_of_turn(turn.start_ns, turn.end_ns, runqueue, during, turn.at_end);
+            share_of_turn(turn.start_ns, turn.end_ns, runqueue,
+                          overlap_ns(turn.start_ns, turn.end_ns, unwatched), during, turn.at_end);
         if (share.pinned_ns < threshold.count()) {
-            const bool os_alone = share.pinned_ns + share.stolen_ns < threshold.count();
-            ++(os_alone ? long_turns_excused : long_turns_stolen);
+            // Counted under the biggest reason.
+            if (share.unwatched_ns > share.runqueue_ns + share.stolen_ns) {
+                ++long_turns_unwatched;
+            } else {
+                ++(share.stolen_ns > share.runqueue_ns ? long_turns_stolen : long_turns_excused);
+            }
             return;
         }
         const std::int64_t duration = turn.end_ns - turn.start_ns;
@@ -257,6 +280,7 @@ struct PinningDetector::Impl {
         event.duration_ms = duration / 1e6;
         event.runqueue_ms = share.runqueue_ns / 1e6;
         event.stolen_ms = share.stolen_ns / 1e6;
+        event.unwatched_ms = share.unwatched_ns / 1e6;
         event.ready_waiting = turn.ready_waiting;
         const bool sampled = w.sample_ok && w.sampled_turn == turn.start_ns;
         event.fiber = sampled ? w.fiber_name : fiber_display_name(turn.fiber);
@@ -320,7 +344,8 @@ struct PinningDetector::Impl {
             "ms); not reported: " + std::to_string(long_turns_alone) +
             " long turns with no fiber waiting, " + std::to_string(long_turns_excused) +
             " long only because the OS kept the carrier off a CPU, " +
-            std::to_string(long_turns_stolen) + " only because the hypervisor took its CPU away";
+            std::to_string(long_turns_stolen) + " only because the hypervisor took its CPU away, " +
+            std::to_string(long_turns_unwatched) + " only because the whole machine stalled";
         if (dropped > 0)
             text += "; " + std::to_string(dropped) + " long turns lost (watchdog too slow)";
         return text + "\n";
@@ -384,7 +409,9 @@ PinningDetector::~PinningDetector() {
     }
     impl_->stop_requested.notify_all();
     impl_->watchdog.join();
-    if (impl_->options.print) Impl::write_all(STDERR_FILENO, impl_->summary());
+    const std::string summary = impl_->summary();
+    if (impl_->options.print) Impl::write_all(STDERR_FILENO, summary);
+    if (impl_->options.on_summary) impl_->options.on_summary(summary);
     if (impl_->events_file) std::fclose(impl_->events_file);
 }
 

@@ -20,7 +20,9 @@
 //    statistics (/proc/self/task/TID/schedstat): on a busy machine a thread may wait tens of
 //    milliseconds for a core, which no fiber can help;
 //  * time a virtual machine's hypervisor took the carrier's CPU away (steal), told apart by the
-//    carrier thread's CPU clock standing still while it never left its CPU (turn_share.hpp).
+//    carrier thread's CPU clock standing still while it never left its CPU (turn_share.hpp);
+//  * time the whole machine stood still (a paused VM, a stopped process), told by the watchdog
+//    waking up late: it slept through that stretch, so it has no evidence against the fiber.
 // Only the rest of a turn counts toward the threshold. Each kind of long turn left out is
 // counted and shown in the summary line the detector prints when it stops.
 //
@@ -45,7 +47,8 @@ public:
         std::chrono::milliseconds threshold{20};
         std::string events_path; // also write each event here as a JSON line ("": don't)
         bool print = true;       // the text block on stderr, and the summary line at the end
-        std::function<void(const PinningEvent&)> on_event; // runs on the watchdog thread
+        std::function<void(const PinningEvent&)> on_event;  // runs on the watchdog thread
+        std::function<void(const std::string&)> on_summary; // the closing line, as it stops
     };
 
     // Starts the watchdog and watches every carrier started from now on. Throws

@@ -65,7 +65,8 @@ ThreadTimes read_own_times(int schedstat_fd, std::int64_t now_ns) noexcept {
 }
 
 TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, std::int64_t runqueue_ns,
-                        const ThreadTimes& during, const ThreadTimes& at_end) {
+                        std::int64_t unwatched_ns, const ThreadTimes& during,
+                        const ThreadTimes& at_end) {
     TurnShare share;
     const std::int64_t duration = std::max<std::int64_t>(end_ns - start_ns, 0);
     share.runqueue_ns = std::clamp<std::int64_t>(runqueue_ns, 0, duration);
@@ -78,6 +79,7 @@ TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, std::int64_t
         const std::int64_t ran = at_end.cpu_ns - during.cpu_ns;
         share.stolen_ns = std::clamp<std::int64_t>(span - ran, 0, duration - share.runqueue_ns);
     }
-    share.pinned_ns = duration - share.runqueue_ns - share.stolen_ns;
+    share.unwatched_ns = std::clamp<std::int64_t>(unwatched_ns, 0, duration);
+    share.pinned_ns = duration - std::max(share.runqueue_ns + share.stolen_ns, share.unwatched_ns);
     return share;
 }

@@ -15,6 +15,11 @@
 //    interrupt time apart (CONFIG_IRQ_TIME_ACCOUNTING), time spent in interrupts counts as
 //    stolen too; and a fiber spinning on a lock may have its spin cut short by the hypervisor
 //    (pause-loop exiting), which then counts as stolen as well.
+//  * The whole machine may stall: a virtual machine paused by its host, a process stopped and
+//    continued. Then the watchdog thread stalls too, and no reading is taken during the stall;
+//    but the watchdog knows it woke up late. A turn's stretch that the watchdog slept through,
+//    late by more than it ever is when it can run, is unwatched: the detector has no evidence
+//    that a fiber held the carrier then rather than the machine being still.
 // The detector reports a turn only when what is left, the pinned part, reaches the threshold.
 #pragma once
 
@@ -44,9 +49,10 @@ ThreadTimes read_own_times(int schedstat_fd, std::int64_t now_ns) noexcept;
 // reading thread itself preempted or stolen) look like less steal, never more: see the .cpp.
 
 struct TurnShare {
-    std::int64_t pinned_ns = 0;   // what the fiber held: the rest
-    std::int64_t runqueue_ns = 0; // the OS kept the thread waiting for a CPU
-    std::int64_t stolen_ns = 0;   // the thread sat on a CPU that did not run it (steal)
+    std::int64_t pinned_ns = 0;    // what the fiber held: the rest
+    std::int64_t runqueue_ns = 0;  // the OS kept the thread waiting for a CPU
+    std::int64_t stolen_ns = 0;    // the thread sat on a CPU that did not run it (steal)
+    std::int64_t unwatched_ns = 0; // the watchdog could not run either (the machine stalled)
 };
 
 // Splits the turn [start_ns, end_ns]. `runqueue_ns` is the thread's run-queue wait from a reading
@@ -54,5 +60,26 @@ struct TurnShare {
 // little more (errs towards not reporting). `during` is the watchdog's reading while the turn
 // went on (or invalid), `at_end` the carrier's own as it ended. Steal is counted only between
 // those two, and only if the thread never left its CPU there (errs towards reporting).
+// `unwatched_ns` is how much of the turn the watchdog slept through late. It may overlap the
+// run queue's and the steal's shares (a stalled machine shows in all three), so the larger of
+// it and their sum is left out, never both: pinned = duration - max(run queue + steal,
+// unwatched).
 TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, std::int64_t runqueue_ns,
-                        const ThreadTimes& during, const ThreadTimes& at_end);
+                        std::int64_t unwatched_ns, const ThreadTimes& during,
+                        const ThreadTimes& at_end);
+
+// A stretch of steady-clock time, and how much of [from, to] lies within `stretches` (which do
+// not overlap each other).
+struct Stretch {
+    std::int64_t from_ns = 0, to_ns = 0;
+};
+template <typename Stretches>
+std::int64_t overlap_ns(std::int64_t from, std::int64_t to, const Stretches& stretches) {
+    std::int64_t total = 0;
+    for (const Stretch& s : stretches) {
+        const std::int64_t lo = s.from_ns > from ? s.from_ns : from;
+        const std::int64_t hi = s.to_ns < to ? s.to_ns : to;
+        if (hi > lo) total += hi - lo;
+    }
+    return total;
+}
