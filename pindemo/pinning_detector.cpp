@@ -14,7 +14,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <fcntl.h>
 #include <mutex>
 #include <pthread.h>
@@ -44,10 +43,9 @@ struct Watched {
     std::shared_ptr<CarrierMonitor> monitor;
     int schedstat_fd = -1; // the carrier thread's scheduler statistics; -1 if unavailable
 
-    // Run-queue waits (-1: not read yet): at the tick before seen_turn began, at the last tick.
-    std::int64_t seen_turn = 0; // the turn under way at the last tick
-    std::int64_t baseline_runqueue = -1;
-    std::int64_t last_runqueue = -1;
+    std::int64_t seen_turn = 0;  // the turn under way at the last tick
+    ThreadTimes last_times;      // read at the last tick that read them
+    ThreadTimes before_turn;     // last_times as seen_turn began
     ThreadTimes seen_turn_times; // read at the first tick that saw seen_turn under way
 
     std::int64_t sampled_turn = 0; // the turn a sample was asked for
@@ -95,13 +93,9 @@ struct PinningDetector::Impl {
     // The watchdog's own state.
     std::vector<std::unique_ptr<Watched>> watched;
     Symbolizer symbolizer;
-    long long long_turns_alone = 0;     // long turns while no other fiber was ready
-    long long long_turns_excused = 0;   // long only because the OS kept the thread off a CPU
-    long long long_turns_stolen = 0;    // long only because the hypervisor took the CPU away
-    long long long_turns_unwatched = 0; // long only because the whole machine stalled
-    // Stretches the watchdog slept through, waking up late by more than a tick: it could not
-    // run, and most likely nothing in the machine could (turn_share.hpp). The last minute's.
-    std::deque<Stretch> unwatched;
+    long long long_turns_alone = 0;   // long turns while no other fiber was ready
+    long long long_turns_excused = 0; // long only because the OS kept the thread off a CPU
+    long long long_turns_stolen = 0;  // long only because the hypervisor took the CPU away
 
     std::mutex stop_mutex;
     std::condition_variable stop_requested;
@@ -123,15 +117,10 @@ struct PinningDetector::Impl {
     void run() {
         name_this_thread("pin-watchdog");
         std::unique_lock<std::mutex> lock(stop_mutex);
-        auto wake_at = std::chrono::steady_clock::now() + tick;
-        while (!stop_requested.wait_until(lock, wake_at, [this] { return stopping; })) {
-            const auto woke = std::chrono::steady_clock::now();
-            // A thread that can run wakes within a fraction of a millisecond of its time.
-            if (woke - wake_at > tick) note_unwatched(wake_at, woke);
+        while (!stop_requested.wait_for(lock, tick, [this] { return stopping; })) {
             lock.unlock();
             look();
             lock.lock();
-            wake_at = std::chrono::steady_clock::now() + tick;
         }
         lock.unlock();
         // Final rounds: turns that ended just now, and samples still on their way.
@@ -143,14 +132,6 @@ struct PinningDetector::Impl {
             if (!pending) break;
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
-    }
-
-    void note_unwatched(std::chrono::steady_clock::time_point from,
-                        std::chrono::steady_clock::time_point to) {
-        unwatched.push_back({from.time_since_epoch().count(), to.time_since_epoch().count()});
-        const std::int64_t forget_before = unwatched.back().to_ns - std::int64_t{60} * 1000000000;
-        while (unwatched.front().to_ns < forget_before || unwatched.size() > 1000)
-            unwatched.pop_front();
     }
 
     void look() {
@@ -178,8 +159,7 @@ struct PinningDetector::Impl {
         const std::int64_t now = now_ns();
         // Reading the carrier's times is a /proc read, the watchdog's main cost: only when a
         // fiber holds the carrier now, or a turn that ended must be judged. An idle server reads
-        // nothing. A run-queue baseline read earlier than needed only makes the OS's share of a
-        // turn look larger, which errs towards not reporting; for steal, see turn_share.hpp.
+        // nothing.
         ThreadTimes times;
         auto times_now = [&]() -> const ThreadTimes& {
             if (!times.valid) times = w.times();
@@ -199,12 +179,12 @@ struct PinningDetector::Impl {
         if (!w.sample_pending) {
             LongTurn turn;
             while (w.monitor->next_long_turn(turn))
-                turn_ended(w, turn, turn.at_end.valid ? turn.at_end : times_now());
+                turn_ended(w, turn);
         }
         const std::int64_t turn = w.monitor->current_turn_start();
         if (turn != w.seen_turn) {
             w.seen_turn = turn;
-            w.baseline_runqueue = w.last_runqueue;
+            w.before_turn = w.last_times;
             w.seen_turn_times = ThreadTimes{};
             if (turn != 0) {
                 // A reading inside the turn, for telling steal apart (turn_share.hpp): taken
@@ -215,12 +195,14 @@ struct PinningDetector::Impl {
                 if (fresh.valid) times = fresh;
             }
         } else if (turn != 0 && turn != w.sampled_turn && !w.sample_pending) {
-            const std::int64_t off_cpu = w.baseline_runqueue >= 0 && times_now().valid
-                                             ? times_now().runqueue_ns - w.baseline_runqueue
-                                             : 0;
-            if (now - turn - off_cpu >= threshold.count()) ask_for_sample(w, turn);
+            // Sample once the turn is long without the time the OS kept the thread waiting.
+            // (Steal is only known as the turn ends: now the carrier may be asleep in the very
+            // call that pins it, which a reading from here cannot tell from steal.)
+            const TurnShare so_far = share_of_turn(turn, times_now().at_ns, w.before_turn,
+                                                   w.seen_turn_times, times_now());
+            if (so_far.pinned_ns + so_far.stolen_ns >= threshold.count()) ask_for_sample(w, turn);
         }
-        if (turn != 0 && times_now().valid) w.last_runqueue = times_now().runqueue_ns;
+        if (turn != 0 && times_now().valid) w.last_times = times_now();
     }
 
     void ask_for_sample(Watched& w, std::int64_t turn) {
@@ -249,29 +231,22 @@ struct PinningDetector::Impl {
         if (w.sample_ok) w.fiber_name = fiber_display_name(w.sample.fiber);
     }
 
-    // `at_end`: the carrier's times when the turn ended (or, failing that, read just now).
-    void turn_ended(Watched& w, const LongTurn& turn, const ThreadTimes& at_end) {
+    void turn_ended(Watched& w, const LongTurn& turn) {
         if (turn.ready_waiting <= 0) {
             ++long_turns_alone;
             return;
         }
-        // Run-queue wait since a reading taken before the turn began: at least the OS's share
-        // of this turn (it may include a little of the time before it). No baseline: none.
-        const std::int64_t baseline =
-            turn.start_ns == w.seen_turn ? w.baseline_runqueue : w.last_runqueue;
-        const ThreadTimes during = turn.start_ns == w.seen_turn ? w.seen_turn_times : ThreadTimes{};
-        const std::int64_t runqueue =
-            baseline >= 0 && at_end.valid ? at_end.runqueue_ns - baseline : 0;
+        // A turn shorter than a tick may end before any tick sees it: then the last reading
+        // before it is the one taken last.
+        const bool seen = turn.start_ns == w.seen_turn;
+        ThreadTimes before = seen ? w.before_turn : w.last_times;
+        if (before.at_ns > turn.start_ns) before = ThreadTimes{};
+        const ThreadTimes during = seen ? w.seen_turn_times : ThreadTimes{};
         const TurnShare share =
-            share_of_turn(turn.start_ns, turn.end_ns, runqueue,
-                          overlap_ns(turn.start_ns, turn.end_ns, unwatched), during, turn.at_end);
+            share_of_turn(turn.start_ns, turn.end_ns, before, during, turn.at_end);
         if (share.pinned_ns < threshold.count()) {
-            // Counted under the biggest reason.
-            if (share.unwatched_ns > share.runqueue_ns + share.stolen_ns) {
-                ++long_turns_unwatched;
-            } else {
-                ++(share.stolen_ns > share.runqueue_ns ? long_turns_stolen : long_turns_excused);
-            }
+            const bool os_alone = share.pinned_ns + share.stolen_ns < threshold.count();
+            ++(os_alone ? long_turns_excused : long_turns_stolen);
             return;
         }
         const std::int64_t duration = turn.end_ns - turn.start_ns;
@@ -280,7 +255,6 @@ struct PinningDetector::Impl {
         event.duration_ms = duration / 1e6;
         event.runqueue_ms = share.runqueue_ns / 1e6;
         event.stolen_ms = share.stolen_ns / 1e6;
-        event.unwatched_ms = share.unwatched_ns / 1e6;
         event.ready_waiting = turn.ready_waiting;
         const bool sampled = w.sample_ok && w.sampled_turn == turn.start_ns;
         event.fiber = sampled ? w.fiber_name : fiber_display_name(turn.fiber);
@@ -344,8 +318,7 @@ struct PinningDetector::Impl {
             "ms); not reported: " + std::to_string(long_turns_alone) +
             " long turns with no fiber waiting, " + std::to_string(long_turns_excused) +
             " long only because the OS kept the carrier off a CPU, " +
-            std::to_string(long_turns_stolen) + " only because the hypervisor took its CPU away, " +
-            std::to_string(long_turns_unwatched) + " only because the whole machine stalled";
+            std::to_string(long_turns_stolen) + " only because the hypervisor took its CPU away";
         if (dropped > 0)
             text += "; " + std::to_string(dropped) + " long turns lost (watchdog too slow)";
         return text + "\n";

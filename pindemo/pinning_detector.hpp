@@ -20,9 +20,7 @@
 //    statistics (/proc/self/task/TID/schedstat): on a busy machine a thread may wait tens of
 //    milliseconds for a core, which no fiber can help;
 //  * time a virtual machine's hypervisor took the carrier's CPU away (steal), told apart by the
-//    carrier thread's CPU clock standing still while it never left its CPU (turn_share.hpp);
-//  * time the whole machine stood still (a paused VM, a stopped process), told by the watchdog
-//    waking up late: it slept through that stretch, so it has no evidence against the fiber.
+//    carrier thread's CPU clock standing still while it never left its CPU (turn_share.hpp).
 // Only the rest of a turn counts toward the threshold. Each kind of long turn left out is
 // counted and shown in the summary line the detector prints when it stops.
 //

@@ -16,9 +16,6 @@ struct PinningEvent {
     // And this long the carrier thread sat on a CPU that the hypervisor had taken away (steal
     // time on a virtual machine; turn_share.hpp). Not counted either.
     double stolen_ms = 0;
-    // And this long the watchdog itself could not run: the whole machine stalled (a paused
-    // virtual machine, a stopped process). Left out too, or the part above if that is larger.
-    double unwatched_ms = 0;
     int ready_waiting = 0;     // fibers ready to run when the carrier was free again
     double sampled_at_ms = -1; // when the stack was sampled, from the start of the turn; -1: never
     std::string blocked_in;    // the innermost function of the sample: clock_nanosleep, poll, ...

@@ -64,22 +64,37 @@ ThreadTimes read_own_times(int schedstat_fd, std::int64_t now_ns) noexcept {
     return times;
 }
 
-TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, std::int64_t runqueue_ns,
-                        std::int64_t unwatched_ns, const ThreadTimes& during,
-                        const ThreadTimes& at_end) {
+namespace {
+
+// What grew between reading `from` and the end, less the part of that stretch before the turn
+// began (the growth may all have happened there): a lower bound of the growth within the turn.
+std::int64_t within_turn(std::int64_t growth, const ThreadTimes& from, std::int64_t start_ns) {
+    return growth - std::max<std::int64_t>(start_ns - from.at_ns, 0);
+}
+
+} // namespace
+
+TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, const ThreadTimes& before,
+                        const ThreadTimes& during, const ThreadTimes& at_end) {
     TurnShare share;
     const std::int64_t duration = std::max<std::int64_t>(end_ns - start_ns, 0);
-    share.runqueue_ns = std::clamp<std::int64_t>(runqueue_ns, 0, duration);
-    // Steal only counts over a stretch in which the thread provably never left its CPU: from a
-    // reading inside the turn to the carrier's own at its end (the carrier was running then, so
-    // had it left its CPU in between, it would have been put back on one).
-    if (during.valid && at_end.valid && during.at_ns >= start_ns && at_end.at_ns <= end_ns &&
-        at_end.at_ns >= during.at_ns && at_end.arrivals == during.arrivals) {
-        const std::int64_t span = at_end.at_ns - during.at_ns;
-        const std::int64_t ran = at_end.cpu_ns - during.cpu_ns;
-        share.stolen_ns = std::clamp<std::int64_t>(span - ran, 0, duration - share.runqueue_ns);
+    share.pinned_ns = duration;
+    if (!at_end.valid || at_end.at_ns > end_ns) return share;
+    std::int64_t runqueue = 0, stolen = 0;
+    for (const ThreadTimes* from : {&before, &during}) {
+        if (!from->valid || from->at_ns > at_end.at_ns) continue;
+        runqueue = std::max(runqueue,
+                            within_turn(at_end.runqueue_ns - from->runqueue_ns, *from, start_ns));
+        // Steal only counts over a stretch in which the thread provably never left its CPU: up
+        // to the carrier's own reading at the end (it was running then, so had it left its CPU
+        // in between, it would have been put back on one, and the count would have moved).
+        if (from->arrivals != at_end.arrivals) continue;
+        const std::int64_t wall = at_end.at_ns - from->at_ns;
+        const std::int64_t ran = at_end.cpu_ns - from->cpu_ns;
+        stolen = std::max(stolen, within_turn(wall - ran, *from, start_ns));
     }
-    share.unwatched_ns = std::clamp<std::int64_t>(unwatched_ns, 0, duration);
-    share.pinned_ns = duration - std::max(share.runqueue_ns + share.stolen_ns, share.unwatched_ns);
+    share.runqueue_ns = std::clamp<std::int64_t>(runqueue, 0, duration);
+    share.stolen_ns = std::clamp<std::int64_t>(stolen, 0, duration - share.runqueue_ns);
+    share.pinned_ns = duration - share.runqueue_ns - share.stolen_ns;
     return share;
 }

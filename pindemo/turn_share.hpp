@@ -15,11 +15,6 @@
 //    interrupt time apart (CONFIG_IRQ_TIME_ACCOUNTING), time spent in interrupts counts as
 //    stolen too; and a fiber spinning on a lock may have its spin cut short by the hypervisor
 //    (pause-loop exiting), which then counts as stolen as well.
-//  * The whole machine may stall: a virtual machine paused by its host, a process stopped and
-//    continued. Then the watchdog thread stalls too, and no reading is taken during the stall;
-//    but the watchdog knows it woke up late. A turn's stretch that the watchdog slept through,
-//    late by more than it ever is when it can run, is unwatched: the detector has no evidence
-//    that a fiber held the carrier then rather than the machine being still.
 // The detector reports a turn only when what is left, the pinned part, reaches the threshold.
 #pragma once
 
@@ -49,37 +44,23 @@ ThreadTimes read_own_times(int schedstat_fd, std::int64_t now_ns) noexcept;
 // reading thread itself preempted or stolen) look like less steal, never more: see the .cpp.
 
 struct TurnShare {
-    std::int64_t pinned_ns = 0;    // what the fiber held: the rest
-    std::int64_t runqueue_ns = 0;  // the OS kept the thread waiting for a CPU
-    std::int64_t stolen_ns = 0;    // the thread sat on a CPU that did not run it (steal)
-    std::int64_t unwatched_ns = 0; // the watchdog could not run either (the machine stalled)
+    std::int64_t pinned_ns = 0;   // what the fiber held: the rest
+    std::int64_t runqueue_ns = 0; // the OS kept the thread waiting for a CPU
+    std::int64_t stolen_ns = 0;   // the thread sat on a CPU that did not run it (steal)
 };
 
-// Splits the turn [start_ns, end_ns]. `runqueue_ns` is the thread's run-queue wait from a reading
-// taken before the turn began to one taken when it ended: at least the turn's own, perhaps a
-// little more (errs towards not reporting). `during` is the watchdog's reading while the turn
-// went on (or invalid), `at_end` the carrier's own as it ended. Steal is counted only between
-// those two, and only if the thread never left its CPU there (errs towards reporting).
-// `unwatched_ns` is how much of the turn the watchdog slept through late. It may overlap the
-// run queue's and the steal's shares (a stalled machine shows in all three), so the larger of
-// it and their sum is left out, never both: pinned = duration - max(run queue + steal,
-// unwatched).
-TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, std::int64_t runqueue_ns,
-                        std::int64_t unwatched_ns, const ThreadTimes& during,
-                        const ThreadTimes& at_end);
-
-// A stretch of steady-clock time, and how much of [from, to] lies within `stretches` (which do
-// not overlap each other).
-struct Stretch {
-    std::int64_t from_ns = 0, to_ns = 0;
-};
-template <typename Stretches>
-std::int64_t overlap_ns(std::int64_t from, std::int64_t to, const Stretches& stretches) {
-    std::int64_t total = 0;
-    for (const Stretch& s : stretches) {
-        const std::int64_t lo = s.from_ns > from ? s.from_ns : from;
-        const std::int64_t hi = s.to_ns < to ? s.to_ns : to;
-        if (hi > lo) total += hi - lo;
-    }
-    return total;
-}
+// Splits the turn [start_ns, end_ns] with the watchdog's readings of the carrier: `before`, its
+// last one before the turn began, and `during`, its first one while the turn went on (either
+// may be invalid: a short turn is never seen under way), and `at_end`, the carrier's own as the
+// turn ended (invalid: nothing is left out).
+//  * Run queue: the wait since `during`, or since `before` less the time between `before` and
+//    the turn's start (which that wait may have fallen in), whichever is larger.
+//  * Steal, from `before` or `during`, whichever gives more, but only where the thread never
+//    left its CPU from that reading to the end, and again less the time between that reading
+//    and the turn's start. So a stall that freezes the watchdog too (a host that deschedules
+//    both of the VM's CPUs) is still found, from the watchdog's last reading before it.
+// Each share is a lower bound of the time it names, so errors lean towards reporting; but for
+// one case: the kernel books a wait in the run queue when it ends, whole, so one under way at
+// `before` may be counted a little beyond its share.
+TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, const ThreadTimes& before,
+                        const ThreadTimes& during, const ThreadTimes& at_end);

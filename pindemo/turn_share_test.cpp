@@ -11,28 +11,32 @@
 #include <fcntl.h>
 #include <thread>
 #include <unistd.h>
-#include <vector>
 
 namespace {
 
 constexpr std::int64_t ms = 1000000; // nanoseconds
 
-// A reading at `at` ms: `cpu` ms of CPU time so far, `arrivals` times put on a CPU.
-ThreadTimes reading(std::int64_t at, std::int64_t cpu, std::uint64_t arrivals) {
+// A reading at `at` ms: `cpu` ms of CPU time so far, `arrivals` times put on a CPU, `queued` ms
+// waited in the run queue.
+ThreadTimes reading(std::int64_t at, std::int64_t cpu, std::uint64_t arrivals,
+                    std::int64_t queued = 0) {
     ThreadTimes times;
     times.valid = true;
     times.at_ns = at * ms;
     times.cpu_ns = cpu * ms;
     times.arrivals = arrivals;
+    times.runqueue_ns = queued * ms;
     return times;
 }
+
+const ThreadTimes none{};
 
 } // namespace
 
 TEST_CASE("a fiber that blocked in a call holds its whole turn", "[pindemo][turn_share]") {
     // A 100 ms turn from 0 to 100 ms, read 5 ms in; the thread slept (it left its CPU and came
     // back: one more arrival) and hardly ran.
-    const TurnShare share = share_of_turn(0, 100 * ms, 0, 0, reading(5, 1, 7), reading(100, 2, 8));
+    const TurnShare share = share_of_turn(0, 100 * ms, none, reading(5, 1, 7), reading(100, 2, 8));
     CHECK(share.pinned_ns == 100 * ms);
     CHECK(share.stolen_ns == 0);
 }
@@ -40,82 +44,82 @@ TEST_CASE("a fiber that blocked in a call holds its whole turn", "[pindemo][turn
 TEST_CASE("a fiber that computed holds its whole turn", "[pindemo][turn_share]") {
     // Never left its CPU, and its CPU clock ran with the wall clock.
     const TurnShare share =
-        share_of_turn(0, 100 * ms, 0, 0, reading(5, 5, 7), reading(100, 100, 7));
+        share_of_turn(0, 100 * ms, reading(-1, 0, 7), reading(5, 6, 7), reading(100, 101, 7));
     CHECK(share.pinned_ns == 100 * ms);
     CHECK(share.stolen_ns == 0);
 }
 
 TEST_CASE("time the hypervisor took the CPU away is not the fiber's", "[pindemo][turn_share]") {
-    // Never left its CPU, yet ran only 2 ms of the 20 ms between the readings.
-    const TurnShare share = share_of_turn(0, 25 * ms, 0, 0, reading(5, 5, 7), reading(25, 7, 7));
-    CHECK(share.stolen_ns == 18 * ms);
-    CHECK(share.pinned_ns == 7 * ms);
+    SECTION("seen from a reading during the turn") {
+        // Never left its CPU, yet ran only 2 ms of the 20 ms between the readings.
+        const TurnShare share =
+            share_of_turn(0, 25 * ms, none, reading(5, 5, 7), reading(25, 7, 7));
+        CHECK(share.stolen_ns == 18 * ms);
+        CHECK(share.pinned_ns == 7 * ms);
+    }
+    SECTION("seen from the last reading before it, when the stall froze the watchdog too") {
+        // A turn from 10 ms to 36 ms that ran 1 ms; the watchdog's last reading was at 8 ms.
+        // Of the 27 ms of steal since, at most 2 fell before the turn.
+        const TurnShare share =
+            share_of_turn(10 * ms, 36 * ms, reading(8, 8, 7), none, reading(36, 9, 7));
+        CHECK(share.stolen_ns == 25 * ms);
+        CHECK(share.pinned_ns == 1 * ms);
+    }
 }
 
 TEST_CASE("time the OS kept the thread waiting for a CPU is not the fiber's",
           "[pindemo][turn_share]") {
-    const TurnShare share =
-        share_of_turn(0, 40 * ms, 30 * ms, 0, reading(5, 1, 7), reading(40, 6, 8));
-    CHECK(share.runqueue_ns == 30 * ms);
-    CHECK(share.stolen_ns == 0);
-    CHECK(share.pinned_ns == 10 * ms);
+    SECTION("counted from a reading during the turn") {
+        const TurnShare share =
+            share_of_turn(0, 40 * ms, none, reading(5, 1, 7, 0), reading(40, 6, 8, 30));
+        CHECK(share.runqueue_ns == 30 * ms);
+        CHECK(share.pinned_ns == 10 * ms);
+    }
+    SECTION("counted from a reading before it, less the time before the turn") {
+        const TurnShare share =
+            share_of_turn(0, 40 * ms, reading(-4, 0, 7, 0), none, reading(40, 6, 8, 30));
+        CHECK(share.runqueue_ns == 26 * ms);
+    }
+    SECTION("a reading from long ago says nothing") {
+        // A minute's waits since the last reading, all of which may have come before the turn.
+        const TurnShare share =
+            share_of_turn(0, 40 * ms, reading(-60000, 0, 7, 0), none, reading(40, 6, 9, 500));
+        CHECK(share.runqueue_ns == 0);
+        CHECK(share.pinned_ns == 40 * ms);
+    }
 }
 
-TEST_CASE("without a reading inside the turn nothing counts as stolen", "[pindemo][turn_share]") {
-    SECTION("no reading at all") {
-        const TurnShare share = share_of_turn(0, 25 * ms, 0, 0, ThreadTimes{}, reading(25, 7, 7));
-        CHECK(share.pinned_ns == 25 * ms);
-    }
-    SECTION("a reading taken before the turn began") {
-        const TurnShare share =
-            share_of_turn(10 * ms, 35 * ms, 0, 0, reading(5, 5, 7), reading(35, 7, 7));
-        CHECK(share.pinned_ns == 25 * ms);
-    }
+TEST_CASE("without the carrier's own reading at the end nothing is left out",
+          "[pindemo][turn_share]") {
     SECTION("no reading at the end") {
-        const TurnShare share = share_of_turn(0, 25 * ms, 0, 0, reading(5, 5, 7), ThreadTimes{});
+        const TurnShare share =
+            share_of_turn(0, 25 * ms, reading(-1, 0, 7), reading(5, 5, 7), none);
         CHECK(share.pinned_ns == 25 * ms);
     }
     SECTION("a reading at the end taken after the turn ended") {
         // A stall after the turn is not the turn's: the carrier's reading must be its end.
         const TurnShare share =
-            share_of_turn(0, 25 * ms, 0, 0, reading(5, 5, 7), reading(31, 25, 7));
+            share_of_turn(0, 25 * ms, none, reading(5, 5, 7), reading(31, 25, 7));
+        CHECK(share.pinned_ns == 25 * ms);
+    }
+    SECTION("no reading before the end") {
+        const TurnShare share = share_of_turn(0, 25 * ms, none, none, reading(25, 1, 7));
         CHECK(share.pinned_ns == 25 * ms);
     }
 }
 
-TEST_CASE("a stretch the watchdog itself slept through is not the fiber's",
-          "[pindemo][turn_share]") {
-    // The whole machine stalled 25 ms of a 26 ms turn; nothing was read during it.
-    const TurnShare share = share_of_turn(0, 26 * ms, 0, 25 * ms, ThreadTimes{}, ThreadTimes{});
-    CHECK(share.unwatched_ns == 25 * ms);
-    CHECK(share.pinned_ns == 1 * ms);
-    // A stall shows in the run queue's share or the steal too: the larger share is left out,
-    // not the sum. 20 ms of steal inside 25 ms unwatched: 25 ms left out.
-    const TurnShare both =
-        share_of_turn(0, 40 * ms, 0, 25 * ms, reading(1, 0, 3), reading(21, 0, 3));
-    CHECK(both.stolen_ns == 20 * ms);
-    CHECK(both.pinned_ns == 15 * ms);
-}
-
-TEST_CASE("overlap_ns adds up the parts of a span inside the stretches", "[pindemo][turn_share]") {
-    const std::vector<Stretch> gaps{{10, 20}, {30, 40}};
-    CHECK(overlap_ns(0, 100, gaps) == 20);
-    CHECK(overlap_ns(15, 35, gaps) == 10);
-    CHECK(overlap_ns(20, 30, gaps) == 0);
-    CHECK(overlap_ns(12, 18, gaps) == 6);
-}
-
 TEST_CASE("the parts of a turn never add up to more than the turn", "[pindemo][turn_share]") {
-    // The run-queue figure may include waits just before the turn: it is capped at the turn.
-    const TurnShare all_queue = share_of_turn(0, 20 * ms, 50 * ms, 0, ThreadTimes{}, ThreadTimes{});
+    // A wait booked whole although it began before the turn: capped at the turn.
+    const TurnShare all_queue =
+        share_of_turn(0, 20 * ms, none, reading(1, 0, 3, 0), reading(20, 1, 4, 50));
     CHECK(all_queue.runqueue_ns == 20 * ms);
     CHECK(all_queue.pinned_ns == 0);
-    // Waiting and steal together: steal takes only what the queue left.
-    const TurnShare both =
-        share_of_turn(0, 30 * ms, 10 * ms, 0, reading(1, 0, 3), reading(30, 0, 3));
+    // Waiting, from one reading, and steal, from another: steal takes only what the queue left.
+    const TurnShare both = share_of_turn(0, 30 * ms, reading(0, 0, 3, 0), reading(12, 0, 4, 10),
+                                         reading(30, 0, 4, 10));
     CHECK(both.runqueue_ns == 10 * ms);
-    CHECK(both.stolen_ns == 20 * ms);
-    CHECK(both.pinned_ns == 0);
+    CHECK(both.stolen_ns == 18 * ms);
+    CHECK(both.pinned_ns == 2 * ms);
 }
 
 TEST_CASE("the kernel facts behind it: a thread that never leaves its CPU runs for as long as "
