@@ -15,7 +15,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <ctime>
 #include <mutex>
 #include <string>
 
@@ -41,16 +40,13 @@ struct StackSample {
 
 class CarrierMonitor {
 public:
-    // `label` names the carrier thread ("carrier-0#4242"); `tid` is its kernel thread id and
-    // `cpu_clock` its CPU clock (pthread_getcpuclockid).
-    CarrierMonitor(std::string label, int tid, clockid_t cpu_clock)
-        : label_(std::move(label)), tid_(tid), cpu_clock_(cpu_clock) {}
+    // `label` names the carrier thread ("carrier-0#4242"); `tid` is its kernel thread id.
+    CarrierMonitor(std::string label, int tid) : label_(std::move(label)), tid_(tid) {}
     CarrierMonitor(const CarrierMonitor&) = delete;
     CarrierMonitor& operator=(const CarrierMonitor&) = delete;
 
     const std::string& label() const { return label_; }
     int tid() const { return tid_; }
-    clockid_t cpu_clock() const { return cpu_clock_; }
 
     // --- The carrier's side: called on the carrier thread only.
 
@@ -94,7 +90,6 @@ private:
 
     const std::string label_;
     const int tid_;
-    const clockid_t cpu_clock_;
     std::atomic<std::int64_t> turn_start_{0};
     std::atomic<const void*> fiber_{nullptr};
 

@@ -41,9 +41,12 @@ void MonitoredAlgorithm::awakened(context* ctx) noexcept {
 context* MonitoredAlgorithm::pick_next() noexcept {
     context* next = inner_->pick_next();
     if (next == nullptr) return nullptr; // the dispatcher goes on (and soon suspends)
-    const std::int64_t now = now_ns();
+    std::int64_t now = now_ns();
     if (fiber_holds_carrier_ && now - turn_start_ns_ >= long_turn_ns_) {
-        ended_ = LongTurn{turn_start_ns_, now, holder_, 0, read_own_times(schedstat_fd_, now)};
+        // The carrier's own times end the turn (turn_share.hpp), a few microseconds later.
+        const ThreadTimes at_end = read_own_times(schedstat_fd_);
+        if (at_end.valid) now = at_end.at_ns;
+        ended_ = LongTurn{turn_start_ns_, now, holder_, 0, at_end};
         counting_ = true;
         looked_once_ = false;
         holder_requeued_ = false;

@@ -9,7 +9,7 @@
 //  * when a turn of at least `long_turn` ends: reads the carrier thread's own times (how long it
 //    ran, waited for a CPU; turn_share.hpp), counts the fibers that were ready to run once the
 //    carrier was free again, and hands the turn to the watchdog (CarrierMonitor). Those reads
-//    are two system calls, made only for long turns, which are rare.
+//    are three system calls, made only for long turns, which are rare.
 //
 // "Ready to run" needs care: fibers whose sleep ended, whose socket became ready or that another
 // thread woke during the long turn are not in the ready queue yet; Boost's dispatcher moves them

@@ -9,6 +9,7 @@
 #include "symbolizer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -43,10 +44,24 @@ struct Watched {
     std::shared_ptr<CarrierMonitor> monitor;
     int schedstat_fd = -1; // the carrier thread's scheduler statistics; -1 if unavailable
 
-    std::int64_t seen_turn = 0;  // the turn under way at the last tick
-    ThreadTimes last_times;      // read at the last tick that read them
-    ThreadTimes before_turn;     // last_times as seen_turn began
-    ThreadTimes seen_turn_times; // read at the first tick that saw seen_turn under way
+    std::int64_t seen_turn = 0; // the turn under way at the last tick
+    ThreadTimes last_times;     // read at the last tick that read them
+    // The readings of the last few turns seen under way (turn_share.hpp), kept until they end:
+    // a turn reaches the watchdog only once the next fiber is picked, and by then later turns
+    // may have been seen.
+    struct SeenTurn {
+        std::int64_t start_ns = 0;
+        ThreadTimes before; // last_times as it was first seen
+        ThreadTimes during; // read then, inside the turn
+    };
+    std::array<SeenTurn, 8> seen_turns;
+    std::size_t seen_count = 0;
+    SeenTurn& latest_seen() { return seen_turns[(seen_count - 1) % seen_turns.size()]; }
+    const SeenTurn* find_seen(std::int64_t start_ns) const {
+        for (const SeenTurn& seen : seen_turns)
+            if (seen.start_ns == start_ns) return &seen;
+        return nullptr;
+    }
 
     std::int64_t sampled_turn = 0; // the turn a sample was asked for
     bool sample_pending = false;
@@ -65,7 +80,7 @@ struct Watched {
     Watched(const Watched&) = delete;
     Watched& operator=(const Watched&) = delete;
 
-    ThreadTimes times() const { return read_thread_times(schedstat_fd, monitor->cpu_clock()); }
+    ThreadTimes times() const { return read_thread_times(schedstat_fd); }
 };
 
 std::unique_ptr<boost::fibers::algo::algorithm>
@@ -107,8 +122,8 @@ struct PinningDetector::Impl {
           tick(std::max<std::chrono::microseconds>(options.threshold / 4,
                                                    std::chrono::milliseconds(1))) {}
 
-    std::shared_ptr<CarrierMonitor> add_carrier(std::string label, int tid, clockid_t cpu_clock) {
-        auto monitor = std::make_shared<CarrierMonitor>(std::move(label), tid, cpu_clock);
+    std::shared_ptr<CarrierMonitor> add_carrier(std::string label, int tid) {
+        auto monitor = std::make_shared<CarrierMonitor>(std::move(label), tid);
         std::lock_guard<std::mutex> lock(adopt_mutex);
         adopted.push_back(monitor);
         return monitor;
@@ -184,22 +199,22 @@ struct PinningDetector::Impl {
         const std::int64_t turn = w.monitor->current_turn_start();
         if (turn != w.seen_turn) {
             w.seen_turn = turn;
-            w.before_turn = w.last_times;
-            w.seen_turn_times = ThreadTimes{};
             if (turn != 0) {
-                // A reading inside the turn, for telling steal apart (turn_share.hpp): taken
-                // after the turn was seen, and inside it if the same turn is still under way.
+                Watched::SeenTurn& seen = w.seen_turns[w.seen_count++ % w.seen_turns.size()];
+                seen = {turn, w.last_times, ThreadTimes{}};
+                // A reading inside the turn: taken after the turn was seen, and inside it if
+                // the same turn is still under way once it is taken.
                 const ThreadTimes fresh = w.times();
-                if (fresh.valid && w.monitor->current_turn_start() == turn)
-                    w.seen_turn_times = fresh;
+                if (fresh.valid && w.monitor->current_turn_start() == turn) seen.during = fresh;
                 if (fresh.valid) times = fresh;
             }
         } else if (turn != 0 && turn != w.sampled_turn && !w.sample_pending) {
             // Sample once the turn is long without the time the OS kept the thread waiting.
             // (Steal is only known as the turn ends: now the carrier may be asleep in the very
             // call that pins it, which a reading from here cannot tell from steal.)
-            const TurnShare so_far = share_of_turn(turn, times_now().at_ns, w.before_turn,
-                                                   w.seen_turn_times, times_now());
+            const Watched::SeenTurn& seen = w.latest_seen();
+            const TurnShare so_far =
+                share_of_turn(turn, times_now().at_ns, seen.before, seen.during, times_now());
             if (so_far.pinned_ns + so_far.stolen_ns >= threshold.count()) ask_for_sample(w, turn);
         }
         if (turn != 0 && times_now().valid) w.last_times = times_now();
@@ -238,10 +253,10 @@ struct PinningDetector::Impl {
         }
         // A turn shorter than a tick may end before any tick sees it: then the last reading
         // before it is the one taken last.
-        const bool seen = turn.start_ns == w.seen_turn;
-        ThreadTimes before = seen ? w.before_turn : w.last_times;
+        const Watched::SeenTurn* seen = w.find_seen(turn.start_ns);
+        ThreadTimes before = seen ? seen->before : w.last_times;
         if (before.at_ns > turn.start_ns) before = ThreadTimes{};
-        const ThreadTimes during = seen ? w.seen_turn_times : ThreadTimes{};
+        const ThreadTimes during = seen ? seen->during : ThreadTimes{};
         const TurnShare share =
             share_of_turn(turn.start_ns, turn.end_ns, before, during, turn.at_end);
         if (share.pinned_ns < threshold.count()) {
@@ -334,13 +349,7 @@ monitor_carrier(std::unique_ptr<boost::fibers::algo::algorithm> inner) {
     char name[16] = "";
     ::pthread_getname_np(::pthread_self(), name, sizeof name);
     const int tid = static_cast<int>(::gettid());
-    // The clock other threads read this thread's CPU time with. glibc derives it from the
-    // thread id, so this cannot fail; were it to, the carrier would go unwatched rather than
-    // be misjudged.
-    clockid_t cpu_clock{};
-    if (::pthread_getcpuclockid(::pthread_self(), &cpu_clock) != 0) return inner;
-    auto monitor =
-        current->add_carrier(std::string(name) + "#" + std::to_string(tid), tid, cpu_clock);
+    auto monitor = current->add_carrier(std::string(name) + "#" + std::to_string(tid), tid);
     return std::make_unique<MonitoredAlgorithm>(std::move(inner), std::move(monitor),
                                                 current->threshold);
 }

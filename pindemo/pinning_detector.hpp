@@ -20,7 +20,8 @@
 //    statistics (/proc/self/task/TID/schedstat): on a busy machine a thread may wait tens of
 //    milliseconds for a core, which no fiber can help;
 //  * time a virtual machine's hypervisor took the carrier's CPU away (steal), told apart by the
-//    carrier thread's CPU clock standing still while it never left its CPU (turn_share.hpp).
+//    carrier thread running for less time than passed while it never left its CPU
+//    (turn_share.hpp).
 // Only the rest of a turn counts toward the threshold. Each kind of long turn left out is
 // counted and shown in the summary line the detector prints when it stops.
 //

@@ -9,12 +9,12 @@ struct PinningEvent {
     std::string fiber;      // the name it gave itself (name_this_fiber), or "unnamed fiber 0x..."
     std::string carrier;    // the carrier thread's name and kernel thread id: "carrier-0#4242"
     double duration_ms = 0; // how long the fiber held the carrier
-    // Of that, at most this long the OS kept the carrier thread waiting for a CPU (another
-    // process had it). It is not the fiber's doing; the detector does not count it toward the
+    // Of that, at least this long the OS kept the carrier thread waiting for a CPU (another
+    // thread had it). It is not the fiber's doing; the detector does not count it toward the
     // threshold.
     double runqueue_ms = 0;
-    // And this long the carrier thread sat on a CPU that the hypervisor had taken away (steal
-    // time on a virtual machine; turn_share.hpp). Not counted either.
+    // And at least this long the carrier thread sat on a CPU that the hypervisor had taken away
+    // (steal time on a virtual machine; turn_share.hpp). Not counted either.
     double stolen_ms = 0;
     int ready_waiting = 0;     // fibers ready to run when the carrier was free again
     double sampled_at_ms = -1; // when the stack was sampled, from the start of the turn; -1: never

@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <ctime>
 #include <future>
 #include <mutex>
 #include <sys/socket.h>
@@ -75,6 +76,33 @@ TEST_CASE("a fiber that sleeps with std::this_thread::sleep_for while another wa
     CHECK(event.blocked_in.find("sleep") != std::string::npos);
     CHECK(event.called_from.find("pindemo/pinning_test.cpp") != std::string::npos);
     CHECK(mentions(event.stack, "nanosleep"));
+    CHECK(event.stolen_ms == 0); // it left its CPU to sleep: nothing passes for steal
+}
+
+TEST_CASE("a fiber that computes for 100 ms without yielding is reported, all of it pinned",
+          "[pindemo][detector]") {
+    // 100 ms of CPU time by the carrier thread's own clock, so a busy machine only stretches
+    // the turn. Whatever the OS or a hypervisor took on top, the pinned part is the computing:
+    // had the steal rule counted computing as steal, it would come out short.
+    RecordingDetector detector;
+    run_beside_a_waiter(reactor(), "cruncher", [] {
+        auto ran = [] {
+            timespec cpu{};
+            ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+            return std::chrono::seconds(cpu.tv_sec) + std::chrono::nanoseconds(cpu.tv_nsec);
+        };
+        const auto until = ran() + 100ms;
+        while (ran() < until) {
+        }
+    });
+    const auto events = detector.stop();
+    STEP("events: " << describe(events));
+    REQUIRE(events.size() == 1);
+    const PinningEvent& event = events[0];
+    CHECK(event.fiber == "cruncher");
+    const double pinned = event.duration_ms - event.runqueue_ms - event.stolen_ms;
+    STEP("pinned part " << pinned << " ms");
+    CHECK(pinned >= 90);
 }
 
 TEST_CASE("the same wait done with boost::this_fiber::sleep_for is not reported",

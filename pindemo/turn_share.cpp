@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <unistd.h>
 
 namespace {
@@ -11,68 +12,66 @@ std::int64_t steady_ns() {
     return std::chrono::steady_clock::now().time_since_epoch().count();
 }
 
-// schedstat reads "<ns on a CPU> <ns waiting for one> <times put on one>\n". Its on-CPU figure
-// is brought up to date only at scheduler ticks and switches, so it is stale for a thread that
-// is running: the CPU clock is read instead.
-bool read_schedstat(int fd, ThreadTimes& times) {
+struct Schedstat {
+    std::int64_t ran_ns = 0, runqueue_ns = 0;
+    std::uint64_t arrivals = 0;
+};
+
+// schedstat reads "<ns on a CPU> <ns waiting for one> <times put on one>\n".
+bool read_schedstat(int fd, Schedstat& stat) {
     if (fd < 0) return false;
     char text[128];
     const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
     if (n <= 0) return false;
     text[n] = '\0';
-    unsigned long long on_cpu = 0, waiting = 0, arrivals = 0;
-    if (std::sscanf(text, "%llu %llu %llu", &on_cpu, &waiting, &arrivals) != 3) return false;
-    times.runqueue_ns = static_cast<std::int64_t>(waiting);
-    times.arrivals = arrivals;
+    unsigned long long ran = 0, waiting = 0, arrivals = 0;
+    if (std::sscanf(text, "%llu %llu %llu", &ran, &waiting, &arrivals) != 3) return false;
+    stat.ran_ns = static_cast<std::int64_t>(ran);
+    stat.runqueue_ns = static_cast<std::int64_t>(waiting);
+    stat.arrivals = arrivals;
     // A running thread has been put on a CPU at least once: zero means the kernel keeps no such
     // count, and an arrival count that never moves would pass every turn for steal.
     return arrivals > 0;
 }
 
-bool read_cpu_clock(clockid_t clock, ThreadTimes& times) {
-    timespec cpu{};
-    if (::clock_gettime(clock, &cpu) != 0) return false;
-    times.cpu_ns = static_cast<std::int64_t>(cpu.tv_sec) * 1000000000 + cpu.tv_nsec;
-    return true;
-}
-
 } // namespace
 
-// Steal over a stretch is (wall time) - (CPU time) between a reading `during` and one `at_end`,
-// provided the arrival count did not move. The order of the reads keeps any delay between them
-// from adding to it:
-//  * during: arrivals, CPU clock, wall clock. A switch after the arrivals were read makes the
-//    counts differ (no steal at all); CPU time the carrier runs after its clock was read adds
-//    to the CPU time of the stretch but not to its wall time.
-//  * at_end: wall clock, CPU clock, arrivals. The mirror image: CPU time run after the wall
-//    clock was read adds to the stretch's CPU time only; a switch before the arrivals are read
-//    makes the counts differ.
-ThreadTimes read_thread_times(int schedstat_fd, clockid_t cpu_clock) noexcept {
+// Steal over a stretch is (time passed) - (time run) from a watchdog reading to the carrier's
+// own at the end, provided the arrival count did not move. The order of the reads keeps a
+// delay between them (the reading thread preempted or stolen) from adding to it:
+//  * the watchdog's: schedstat, then the clock. The time run is as of the schedstat read (or
+//    earlier: it lags), so the stretch counts more time run than it should, never less; a
+//    switch after the read makes the counts differ.
+//  * the carrier's: schedstat for the run queue, the CPU clock, the clock (the turn's end),
+//    schedstat again for arrivals. A wait that the first read books ended before the turn did;
+//    CPU time between the CPU clock and the end counts as not run, but it is inside the turn;
+//    and a switch before the second read makes the counts differ.
+ThreadTimes read_thread_times(int schedstat_fd) noexcept {
+    Schedstat stat;
+    if (!read_schedstat(schedstat_fd, stat)) return {};
     ThreadTimes times;
-    if (!read_schedstat(schedstat_fd, times) || !read_cpu_clock(cpu_clock, times)) return {};
     times.at_ns = steady_ns();
+    times.ran_ns = stat.ran_ns;
+    times.runqueue_ns = stat.runqueue_ns;
+    times.arrivals = stat.arrivals;
     times.valid = true;
     return times;
 }
 
-ThreadTimes read_own_times(int schedstat_fd, std::int64_t now_ns) noexcept {
-    ThreadTimes times;
-    times.at_ns = now_ns;
-    if (!read_cpu_clock(CLOCK_THREAD_CPUTIME_ID, times) || !read_schedstat(schedstat_fd, times))
+ThreadTimes read_own_times(int schedstat_fd) noexcept {
+    Schedstat queue, arrivals;
+    timespec cpu{};
+    if (!read_schedstat(schedstat_fd, queue) || ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) != 0)
         return {};
+    ThreadTimes times;
+    times.at_ns = steady_ns();
+    if (!read_schedstat(schedstat_fd, arrivals)) return {};
+    times.ran_ns = static_cast<std::int64_t>(cpu.tv_sec) * 1000000000 + cpu.tv_nsec;
+    times.runqueue_ns = queue.runqueue_ns;
+    times.arrivals = arrivals.arrivals;
     times.valid = true;
     return times;
 }
-
-namespace {
-
-// What grew between reading `from` and the end, less the part of that stretch before the turn
-// began (the growth may all have happened there): a lower bound of the growth within the turn.
-std::int64_t within_turn(std::int64_t growth, const ThreadTimes& from, std::int64_t start_ns) {
-    return growth - std::max<std::int64_t>(start_ns - from.at_ns, 0);
-}
-
-} // namespace
 
 TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, const ThreadTimes& before,
                         const ThreadTimes& during, const ThreadTimes& at_end) {
@@ -81,17 +80,18 @@ TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, const Thread
     share.pinned_ns = duration;
     if (!at_end.valid || at_end.at_ns > end_ns) return share;
     std::int64_t runqueue = 0, stolen = 0;
+    if (during.valid && during.at_ns >= start_ns && during.at_ns <= at_end.at_ns)
+        runqueue = at_end.runqueue_ns - during.runqueue_ns;
     for (const ThreadTimes* from : {&before, &during}) {
         if (!from->valid || from->at_ns > at_end.at_ns) continue;
-        runqueue = std::max(runqueue,
-                            within_turn(at_end.runqueue_ns - from->runqueue_ns, *from, start_ns));
         // Steal only counts over a stretch in which the thread provably never left its CPU: up
         // to the carrier's own reading at the end (it was running then, so had it left its CPU
         // in between, it would have been put back on one, and the count would have moved).
         if (from->arrivals != at_end.arrivals) continue;
-        const std::int64_t wall = at_end.at_ns - from->at_ns;
-        const std::int64_t ran = at_end.cpu_ns - from->cpu_ns;
-        stolen = std::max(stolen, within_turn(wall - ran, *from, start_ns));
+        const std::int64_t passed = at_end.at_ns - from->at_ns;
+        const std::int64_t ran = at_end.ran_ns - from->ran_ns;
+        // Less the part of the stretch before the turn began: the stall may all lie there.
+        stolen = std::max(stolen, passed - ran - std::max<std::int64_t>(start_ns - from->at_ns, 0));
     }
     share.runqueue_ns = std::clamp<std::int64_t>(runqueue, 0, duration);
     share.stolen_ns = std::clamp<std::int64_t>(stolen, 0, duration - share.runqueue_ns);
