@@ -56,7 +56,6 @@ struct Watched {
     };
     std::array<SeenTurn, 8> seen_turns;
     std::size_t seen_count = 0;
-    SeenTurn& latest_seen() { return seen_turns[(seen_count - 1) % seen_turns.size()]; }
     const SeenTurn* find_seen(std::int64_t start_ns) const {
         for (const SeenTurn& seen : seen_turns)
             if (seen.start_ns == start_ns) return &seen;
@@ -172,14 +171,6 @@ struct PinningDetector::Impl {
 
     void look_at(Watched& w) {
         const std::int64_t now = now_ns();
-        // Reading the carrier's times is a /proc read, the watchdog's main cost: only when a
-        // fiber holds the carrier now, or a turn that ended must be judged. An idle server reads
-        // nothing.
-        ThreadTimes times;
-        auto times_now = [&]() -> const ThreadTimes& {
-            if (!times.valid) times = w.times();
-            return times;
-        };
         if (w.sample_pending) {
             if (w.monitor->collect_sample(w.sample)) {
                 sample_arrived(w);
@@ -197,27 +188,28 @@ struct PinningDetector::Impl {
                 turn_ended(w, turn);
         }
         const std::int64_t turn = w.monitor->current_turn_start();
-        if (turn != w.seen_turn) {
-            w.seen_turn = turn;
-            if (turn != 0) {
-                Watched::SeenTurn& seen = w.seen_turns[w.seen_count++ % w.seen_turns.size()];
-                seen = {turn, w.last_times, ThreadTimes{}};
-                // A reading inside the turn: taken after the turn was seen, and inside it if
-                // the same turn is still under way once it is taken.
-                const ThreadTimes fresh = w.times();
-                if (fresh.valid && w.monitor->current_turn_start() == turn) seen.during = fresh;
-                if (fresh.valid) times = fresh;
-            }
-        } else if (turn != 0 && turn != w.sampled_turn && !w.sample_pending) {
+        const bool new_turn = turn != w.seen_turn;
+        w.seen_turn = turn;
+        if (turn == 0) return;
+        // Reading the carrier's times is a /proc read, the watchdog's main cost: once a tick,
+        // and only while a fiber holds the carrier. An idle server reads nothing.
+        const ThreadTimes times = w.times();
+        if (new_turn) {
+            // Inside the turn if the same turn is still under way once the reading is taken.
+            const bool inside = times.valid && w.monitor->current_turn_start() == turn;
+            w.seen_turns[w.seen_count++ % w.seen_turns.size()] = {turn, w.last_times,
+                                                                  inside ? times : ThreadTimes{}};
+        } else if (turn != w.sampled_turn && !w.sample_pending) {
             // Sample once the turn is long without the time the OS kept the thread waiting.
             // (Steal is only known as the turn ends: now the carrier may be asleep in the very
             // call that pins it, which a reading from here cannot tell from steal.)
-            const Watched::SeenTurn& seen = w.latest_seen();
+            const Watched::SeenTurn* seen = w.find_seen(turn);
             const TurnShare so_far =
-                share_of_turn(turn, times_now().at_ns, seen.before, seen.during, times_now());
+                share_of_turn(turn, times.at_ns, seen ? seen->before : ThreadTimes{},
+                              seen ? seen->during : ThreadTimes{}, times);
             if (so_far.pinned_ns + so_far.stolen_ns >= threshold.count()) ask_for_sample(w, turn);
         }
-        if (turn != 0 && times_now().valid) w.last_times = times_now();
+        if (times.valid) w.last_times = times;
     }
 
     void ask_for_sample(Watched& w, std::int64_t turn) {

@@ -9,12 +9,12 @@
 #include "reactor.hpp"
 #include "recording_detector.hpp"
 #include "test_support.hpp"
+#include "turn_share.hpp"
 
 #include <boost/fiber/all.hpp>
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <ctime>
 #include <future>
 #include <mutex>
 #include <sys/socket.h>
@@ -86,13 +86,8 @@ TEST_CASE("a fiber that computes for 100 ms without yielding is reported, all of
     // had the steal rule counted computing as steal, it would come out short.
     RecordingDetector detector;
     run_beside_a_waiter(reactor(), "cruncher", [] {
-        auto ran = [] {
-            timespec cpu{};
-            ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-            return std::chrono::seconds(cpu.tv_sec) + std::chrono::nanoseconds(cpu.tv_nsec);
-        };
-        const auto until = ran() + 100ms;
-        while (ran() < until) {
+        const std::int64_t until = this_thread_cpu_ns() + 100'000'000; // 100 ms
+        while (this_thread_cpu_ns() < until) {
         }
     });
     const auto events = detector.stop();

@@ -12,13 +12,8 @@ std::int64_t steady_ns() {
     return std::chrono::steady_clock::now().time_since_epoch().count();
 }
 
-struct Schedstat {
-    std::int64_t ran_ns = 0, runqueue_ns = 0;
-    std::uint64_t arrivals = 0;
-};
-
 // schedstat reads "<ns on a CPU> <ns waiting for one> <times put on one>\n".
-bool read_schedstat(int fd, Schedstat& stat) {
+bool read_schedstat(int fd, ThreadTimes& times) {
     if (fd < 0) return false;
     char text[128];
     const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
@@ -26,9 +21,9 @@ bool read_schedstat(int fd, Schedstat& stat) {
     text[n] = '\0';
     unsigned long long ran = 0, waiting = 0, arrivals = 0;
     if (std::sscanf(text, "%llu %llu %llu", &ran, &waiting, &arrivals) != 3) return false;
-    stat.ran_ns = static_cast<std::int64_t>(ran);
-    stat.runqueue_ns = static_cast<std::int64_t>(waiting);
-    stat.arrivals = arrivals;
+    times.ran_ns = static_cast<std::int64_t>(ran);
+    times.runqueue_ns = static_cast<std::int64_t>(waiting);
+    times.arrivals = arrivals;
     // A running thread has been put on a CPU at least once: zero means the kernel keeps no such
     // count, and an arrival count that never moves would pass every turn for steal.
     return arrivals > 0;
@@ -47,28 +42,26 @@ bool read_schedstat(int fd, Schedstat& stat) {
 //    CPU time between the CPU clock and the end counts as not run, but it is inside the turn;
 //    and a switch before the second read makes the counts differ.
 ThreadTimes read_thread_times(int schedstat_fd) noexcept {
-    Schedstat stat;
-    if (!read_schedstat(schedstat_fd, stat)) return {};
     ThreadTimes times;
+    if (!read_schedstat(schedstat_fd, times)) return {};
     times.at_ns = steady_ns();
-    times.ran_ns = stat.ran_ns;
-    times.runqueue_ns = stat.runqueue_ns;
-    times.arrivals = stat.arrivals;
     times.valid = true;
     return times;
 }
 
-ThreadTimes read_own_times(int schedstat_fd) noexcept {
-    Schedstat queue, arrivals;
+std::int64_t this_thread_cpu_ns() noexcept {
     timespec cpu{};
-    if (!read_schedstat(schedstat_fd, queue) || ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) != 0)
-        return {};
-    ThreadTimes times;
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu); // cannot fail for the calling thread
+    return static_cast<std::int64_t>(cpu.tv_sec) * 1000000000 + cpu.tv_nsec;
+}
+
+ThreadTimes read_own_times(int schedstat_fd) noexcept {
+    ThreadTimes times, later;
+    if (!read_schedstat(schedstat_fd, times)) return {}; // for the run queue
+    times.ran_ns = this_thread_cpu_ns();
     times.at_ns = steady_ns();
-    if (!read_schedstat(schedstat_fd, arrivals)) return {};
-    times.ran_ns = static_cast<std::int64_t>(cpu.tv_sec) * 1000000000 + cpu.tv_nsec;
-    times.runqueue_ns = queue.runqueue_ns;
-    times.arrivals = arrivals.arrivals;
+    if (!read_schedstat(schedstat_fd, later)) return {}; // for the arrivals
+    times.arrivals = later.arrivals;
     times.valid = true;
     return times;
 }

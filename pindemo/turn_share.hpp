@@ -39,6 +39,9 @@ struct ThreadTimes {
 // count arrivals (it prints "0 0 0" without its scheduler statistics).
 ThreadTimes read_thread_times(int schedstat_fd) noexcept;
 
+// The calling thread's CPU clock: how long it has run, exact to the nanosecond.
+std::int64_t this_thread_cpu_ns() noexcept;
+
 // The carrier thread's reading of itself as a turn ends; `schedstat_fd` is its
 // /proc/thread-self/schedstat. The time it ran is its CPU clock, exact. The turn ends at the
 // returned at_ns.

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <ctime>
 #include <fcntl.h>
 #include <string>
 #include <thread>
@@ -172,15 +171,10 @@ TEST_CASE("the watchdog's reading of another thread: what it ran lags, never lea
     std::int64_t own_ran_at_end = 0;
     std::thread worker([&] {
         tid = static_cast<int>(::gettid());
-        auto ran = [] {
-            timespec cpu{};
-            ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-            return static_cast<std::int64_t>(cpu.tv_sec) * 1000000000 + cpu.tv_nsec;
-        };
-        const std::int64_t until = ran() + 100 * ms;
-        while (ran() < until) {
+        const std::int64_t until = this_thread_cpu_ns() + 100 * ms;
+        while (this_thread_cpu_ns() < until) {
         }
-        own_ran_at_end = ran();
+        own_ran_at_end = this_thread_cpu_ns();
         done = true;
         while (done) // stay alive until the last reading is taken
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
