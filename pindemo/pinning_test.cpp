@@ -15,8 +15,11 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <dirent.h>
+#include <fstream>
 #include <future>
 #include <mutex>
+#include <sched.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -300,6 +303,50 @@ TEST_CASE("a busy fiber-aware load on reactor carriers raises no false alarm, an
     STEP("events: " << describe(events));
     REQUIRE(events.size() == 1);
     CHECK(events[0].fiber == "control");
+}
+
+TEST_CASE("the watchdog runs ahead of ordinary threads where the process may, and says so where "
+          "it may not",
+          "[pindemo][detector]") {
+    // May this process use real-time priority? Ask on a thread of our own, which then ends.
+    bool permitted = false;
+    std::thread([&] {
+        sched_param param{};
+        param.sched_priority = sched_get_priority_min(SCHED_FIFO);
+        permitted = ::sched_setscheduler(0, SCHED_FIFO, &param) == 0;
+    }).join();
+    STEP("real-time priority " << (permitted ? "permitted" : "not permitted") << " here");
+    RecordingDetector detector;
+    // The watchdog thread, by its name, and its scheduling policy once it has set it.
+    int policy = -1;
+    const bool found = eventually([&] {
+        DIR* tasks = ::opendir("/proc/self/task");
+        if (tasks == nullptr) return false;
+        bool seen = false;
+        while (dirent* task = ::readdir(tasks)) {
+            std::string name;
+            std::getline(std::ifstream("/proc/self/task/" + std::string(task->d_name) + "/comm"),
+                         name);
+            if (name != "pin-watchdog") continue;
+            // The policy, without the flag that keeps it from the watchdog's children.
+            policy = ::sched_getscheduler(std::atoi(task->d_name)) & ~SCHED_RESET_ON_FORK;
+            seen = !permitted || policy == SCHED_FIFO;
+        }
+        ::closedir(tasks);
+        return seen;
+    });
+    detector.stop();
+    STEP("the detector closed with: " << detector.summary());
+    REQUIRE(found);
+    const bool says_ordinary =
+        detector.summary().find("no permission for real-time priority") != std::string::npos;
+    if (permitted) {
+        CHECK(policy == SCHED_FIFO);
+        CHECK_FALSE(says_ordinary);
+    } else {
+        CHECK(policy == SCHED_OTHER);
+        CHECK(says_ordinary);
+    }
 }
 
 TEST_CASE("a second detector in the same process is refused", "[pindemo][detector]") {
