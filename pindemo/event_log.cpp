@@ -46,6 +46,18 @@ double event_number(const std::string& event, const std::string& name) {
     }
 }
 
+namespace {
+
+std::string last_line(const std::string& text) {
+    const auto end = text.find_last_not_of('\n');
+    if (end == std::string::npos) return "";
+    const auto newline = text.rfind('\n', end);
+    const auto begin = newline == std::string::npos ? 0 : newline + 1;
+    return text.substr(begin, end + 1 - begin);
+}
+
+} // namespace
+
 std::string EventLog::text() const {
     std::string text;
     for (const auto& line : events())
@@ -61,12 +73,22 @@ void check_no_pins_under_load(const std::string& binary, const std::vector<std::
     all_args.insert(all_args.end(), args.begin(), args.end());
     ServerProcess server(binary, all_args, name);
     STEP(name << ": --detect-pinning on port " << server.port());
-    int ok = 0;
-    for (const auto& result : concurrent_get(server.port(), path, count))
-        ok += result.status == 200;
-    STEP(ok << " of " << count << " concurrent GET " << path << " answered 200");
-    CHECK(ok == count);
+    // The clients are fibers on one thread (lesson 03's crowd), not one thread each: the server
+    // gets the same load, and the machine is not crowded with hundreds of runnable client
+    // threads. On a crowded machine the OS makes carriers wait for a CPU (the detector leaves
+    // that out), and it may also keep a carrier blocked inside a system call while a preempted
+    // thread holds a kernel lock the call needs: a real stall of the carrier, reported as one
+    // (pindemo/README.md), but not what this checks.
+    std::string crowd_output;
+    const int crowd_status = run_program(
+        {BIN_DIR "/crowd", "--url", "http://127.0.0.1:" + std::to_string(server.port()) + path,
+         "--connections", std::to_string(count), "--carriers", "1", "--timeout", "30s"},
+        crowd_output, std::chrono::seconds(60));
+    STEP("crowd --connections " << count << " exited with " << crowd_status << ":\n"
+                                << crowd_output);
+    CHECK(crowd_status == 0); // every answer was 200
     CHECK(server.stop() == 0);
+    STEP("server's closing line: " << last_line(server.log()));
     STEP("events:\n" << log.text());
     CHECK(log.events().empty());
     // The detector was really on: it says so when it stops.

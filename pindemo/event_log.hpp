@@ -27,7 +27,8 @@ std::string event_field(const std::string& event, const std::string& name);
 double event_number(const std::string& event, const std::string& name);
 
 // Starts a lesson server with the detector on (`args` come after --detect-pinning), sends `count`
-// concurrent GET `path`, stops it, and checks every answer was 200, no event was written, and the
-// detector really ran. For servers whose waits are all fiber-aware: they must report nothing.
+// concurrent GET `path` (lesson 03's crowd: one connection each), stops it, and checks every answer
+// was 200, no event was written, and the detector really ran. For servers whose waits are all
+// fiber-aware: they must report nothing.
 void check_no_pins_under_load(const std::string& binary, const std::vector<std::string>& args,
                               const std::string& path, int count);
