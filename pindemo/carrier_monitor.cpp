@@ -7,6 +7,7 @@
 #include <execinfo.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <thread>
 #include <unistd.h>
 
 void CarrierMonitor::long_turn_ended(const LongTurn& turn) noexcept {
@@ -59,8 +60,10 @@ void CarrierMonitor::cancel_sample() {
     int expected = requested;
     if (sample_state_.compare_exchange_strong(expected, idle)) return;
     // The handler is writing right now (a few microseconds) or has finished: let it finish.
-    while (sample_state_.load(std::memory_order_acquire) == writing) {
-    }
+    // Sleep, not spin: the watchdog may run at real-time priority, and a spin would keep the
+    // carrier, if it shares the watchdog's CPU, from ever finishing.
+    while (sample_state_.load(std::memory_order_acquire) == writing)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     sample_state_.store(idle, std::memory_order_release);
 }
 
