@@ -82,7 +82,7 @@ void check_no_pins_under_load(const std::string& binary, const std::vector<std::
     std::string crowd_output;
     const int crowd_status = run_program(
         {BIN_DIR "/crowd", "--url", "http://127.0.0.1:" + std::to_string(server.port()) + path,
-         "--connections", std::to_string(count), "--carriers", "1", "--timeout", "30s"},
+         "--connections", std::to_string(count), "--carriers", "1", "--timeout", "20s"},
         crowd_output, std::chrono::seconds(60));
     STEP("crowd --connections " << count << " exited with " << crowd_status << ":\n"
                                 << crowd_output);

@@ -40,18 +40,18 @@ bool names_the_wait(const Frame& frame) {
     return frame.exported && frame.function[0] != '_';
 }
 
-// Puts the calling thread (the watchdog) above every ordinary thread, if the process may: the
-// lowest real-time priority, given up by the children it starts (addr2line). Why: to excuse the
-// time the OS kept a carrier waiting for a CPU, the watchdog must read the carrier's statistics
-// while that wait is under way (turn_share.hpp). On a machine crowded with runnable threads, an
-// ordinary watchdog waits in the same queue as the carrier and may get its turn only once the
-// carrier has had its own: the wait would then pass for a pin. At real-time priority it runs
-// the moment its tick comes, for the few microseconds a look takes. Needs root or
-// CAP_SYS_NICE (or an RLIMIT_RTPRIO above 0); without them, it stays ordinary and says so.
-bool watch_ahead_of_ordinary_threads() {
+// Puts the calling thread (the watchdog) ahead of every ordinary thread, if the process may: the
+// lowest real-time priority, not passed on to the children it starts (addr2line). Why: to leave
+// out the time the OS kept a carrier waiting for a CPU, the watchdog must read the carrier's
+// statistics while that wait is under way (turn_share.hpp). On a machine crowded with runnable
+// threads, an ordinary watchdog waits in the same queue as the carrier and may first read it
+// once the carrier has had its CPU back: the wait is then in that reading, and it counts towards
+// a pin. At real-time priority no ordinary thread keeps it from its tick. It needs CAP_SYS_NICE
+// (root has it, outside most containers) or an RLIMIT_RTPRIO above 0. Returns 0 or the errno.
+int watch_ahead_of_ordinary_threads() {
     sched_param param{};
     param.sched_priority = sched_get_priority_min(SCHED_FIFO);
-    return ::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0;
+    return ::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &param) == 0 ? 0 : errno;
 }
 
 // The watchdog's view of one carrier.
@@ -125,7 +125,7 @@ struct PinningDetector::Impl {
     long long long_turns_alone = 0;   // long turns while no other fiber was ready
     long long long_turns_excused = 0; // long only because the OS kept the thread off a CPU
     long long long_turns_stolen = 0;  // long only because the hypervisor took the CPU away
-    bool realtime = false; // the watchdog runs ahead of ordinary threads (read after it ends)
+    int realtime_error = 0;           // why the watchdog runs at ordinary priority (0: it does not)
 
     std::mutex stop_mutex;
     std::condition_variable stop_requested;
@@ -146,7 +146,7 @@ struct PinningDetector::Impl {
 
     void run() {
         name_this_thread("pin-watchdog");
-        realtime = watch_ahead_of_ordinary_threads();
+        realtime_error = watch_ahead_of_ordinary_threads();
         std::unique_lock<std::mutex> lock(stop_mutex);
         while (!stop_requested.wait_for(lock, tick, [this] { return stopping; })) {
             lock.unlock();
@@ -345,9 +345,11 @@ struct PinningDetector::Impl {
             std::to_string(long_turns_stolen) + " only because the hypervisor took its CPU away";
         if (dropped > 0)
             text += "; " + std::to_string(dropped) + " long turns lost (watchdog too slow)";
-        if (!realtime)
-            text += "; the watchdog had no permission for real-time priority, so on a machine "
-                    "crowded with threads a carrier's wait for a CPU may pass for a pin";
+        if (realtime_error != 0)
+            text += "; the watchdog could not get real-time priority (" +
+                    std::string(std::strerror(realtime_error)) +
+                    "), so on a machine crowded with threads a carrier's wait for a CPU may pass "
+                    "for a pin";
         return text + "\n";
     }
 };
