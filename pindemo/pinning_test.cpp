@@ -50,6 +50,47 @@ void run_beside_a_waiter(Carrier::SchedulerSetup setup, const std::string& name,
     carrier.stop();
 }
 
+// Fiber stacks mapped before a load starts and unmapped after it ends, so that no turn of the
+// load maps or unmaps one. Those calls (mmap, mprotect, munmap) take the process's memory-map
+// lock, and on a crowded or virtual machine a carrier can sleep there while the thread holding
+// it has no CPU: a real stall of the carrier, reported (pindemo/README.md), but not a fiber-aware
+// wait. One set per carrier, so handing a stack out or taking it back needs no lock.
+class PremadeStacks {
+public:
+    PremadeStacks(std::size_t count, std::size_t size) : size_(size) {
+        FiberStack maker(size);
+        free_.reserve(count); // taking stacks back never allocates
+        for (std::size_t i = 0; i < count; ++i)
+            free_.push_back(maker.allocate());
+    }
+    ~PremadeStacks() {
+        FiberStack maker(size_);
+        for (auto& stack : free_)
+            maker.deallocate(stack);
+    }
+    PremadeStacks(const PremadeStacks&) = delete;
+    PremadeStacks& operator=(const PremadeStacks&) = delete;
+
+    // One fiber's stack allocator (what boost::fibers::fiber takes with std::allocator_arg).
+    struct Allocator {
+        PremadeStacks* stacks;
+        boost::context::stack_context allocate() {
+            if (stacks->free_.empty()) throw std::logic_error("more fibers than premade stacks");
+            const auto stack = stacks->free_.back();
+            stacks->free_.pop_back();
+            return stack;
+        }
+        void deallocate(boost::context::stack_context& stack) noexcept {
+            stacks->free_.push_back(stack);
+        }
+    };
+    Allocator allocator() { return Allocator{this}; }
+
+private:
+    std::size_t size_;
+    std::vector<boost::context::stack_context> free_;
+};
+
 bool mentions(const std::vector<std::string>& stack, const std::string& what) {
     for (const auto& frame : stack)
         if (frame.find(what) != std::string::npos) return true;
@@ -226,21 +267,27 @@ TEST_CASE("a busy fiber-aware load on reactor carriers raises no false alarm, an
     // parked fiber mistaken for one that holds its carrier would be reported.
     constexpr auto busy_for = 1500ms;
     constexpr int sleepers = 500, yielders = 50, socket_pairs = 20;
+    constexpr int fibers_per_carrier = sleepers + yielders + 2 * socket_pairs;
     std::atomic<long> sleeps{0}, yields{0}, round_trips{0};
     {
+        std::vector<std::unique_ptr<PremadeStacks>> stacks; // outlive the carriers
         std::vector<std::unique_ptr<Carrier>> carriers;
-        for (int c = 0; c < 2; ++c)
+        for (int c = 0; c < 2; ++c) {
+            stacks.push_back(std::make_unique<PremadeStacks>(fibers_per_carrier, 64 * 1024));
             carriers.push_back(
                 std::make_unique<Carrier>("busy-" + std::to_string(c), reactor(), 64 * 1024));
-        for (auto& carrier : carriers) {
-            carrier->spawn([&] {
+        }
+        for (std::size_t c = 0; c < carriers.size(); ++c) {
+            carriers[c]->spawn([&, own_stacks = stacks[c].get()] {
                 name_this_fiber("spawner");
                 const auto end = std::chrono::steady_clock::now() + busy_for;
                 auto running = [end] { return std::chrono::steady_clock::now() < end; };
                 std::vector<boost::fibers::fiber> fibers;
+                fibers.reserve(fibers_per_carrier);
                 auto start = [&](std::function<void()> body) {
-                    fibers.emplace_back(std::allocator_arg, FiberStack(64 * 1024), std::move(body));
-                    // Creating a fiber costs a stack (mmap): yield now and then so that this
+                    fibers.emplace_back(std::allocator_arg, own_stacks->allocator(),
+                                        std::move(body));
+                    // Starting a fiber takes a few microseconds: yield now and then so that this
                     // fiber does not itself hold the carrier for long.
                     if (fibers.size() % 50 == 0) boost::this_fiber::yield();
                 };
@@ -280,7 +327,7 @@ TEST_CASE("a busy fiber-aware load on reactor carriers raises no false alarm, an
                     start([=] { ping_pong(fds[0], true); });
                     start([=] { ping_pong(fds[1], false); });
                 }
-                // Releasing a finished fiber frees its stack (munmap): in batches too.
+                // Joining finished fibers: in batches too.
                 for (std::size_t i = 0; i < fibers.size(); ++i) {
                     fibers[i].join();
                     fibers[i] = boost::fibers::fiber();
