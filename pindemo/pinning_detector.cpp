@@ -60,17 +60,35 @@ struct Watched {
     int schedstat_fd = -1; // the carrier thread's scheduler statistics; -1 if unavailable
 
     std::int64_t seen_turn = 0; // the turn under way at the last tick
-    ThreadTimes last_times;     // read at the last tick that read them
-    // The readings of the last few turns seen under way (turn_share.hpp), kept until they end:
-    // a turn reaches the watchdog only once the next fiber is picked, and by then later turns
-    // may have been seen.
+    // The last readings of the carrier's times, taken once a tick while a fiber holds it, kept
+    // by when they were taken (see readings_around in turn_share.hpp for why).
+    static constexpr std::size_t kept_readings = 16;
+    std::array<ThreadTimes, kept_readings> recent;
+    std::size_t recent_count = 0;
+    void remember(const ThreadTimes& times) { recent[recent_count++ % recent.size()] = times; }
+    const ThreadTimes& last_times() const { // invalid before the first reading
+        return recent[(recent_count + recent.size() - 1) % recent.size()];
+    }
+    // The first reading inside each of the last few turns seen under way, and the one before it,
+    // kept until the turn ends, for turns longer than `recent` reaches back. (A turn reaches the
+    // watchdog only once the next fiber is picked, and by then later turns may have been seen.)
     struct SeenTurn {
         std::int64_t start_ns = 0;
-        ThreadTimes before; // last_times as it was first seen
+        ThreadTimes before; // last_times() as it was first seen
         ThreadTimes during; // read then, inside the turn
     };
     std::array<SeenTurn, 8> seen_turns;
     std::size_t seen_count = 0;
+    // The readings to split the turn [start_ns, end_ns] with.
+    ReadingsAround readings_around(std::int64_t start_ns, std::int64_t end_ns) const {
+        std::array<ThreadTimes, kept_readings + 2> kept{};
+        std::copy(recent.begin(), recent.end(), kept.begin());
+        if (const SeenTurn* seen = find_seen(start_ns)) {
+            kept[kept_readings] = seen->before;
+            kept[kept_readings + 1] = seen->during;
+        }
+        return ::readings_around(start_ns, end_ns, kept.data(), kept.size());
+    }
     const SeenTurn* find_seen(std::int64_t start_ns) const {
         for (const SeenTurn& seen : seen_turns)
             if (seen.start_ns == start_ns) return &seen;
@@ -214,7 +232,7 @@ struct PinningDetector::Impl {
         if (new_turn) {
             // Inside the turn if the same turn is still under way once the reading is taken.
             const bool inside = times.valid && w.monitor->current_turn_start() == turn;
-            w.seen_turns[w.seen_count++ % w.seen_turns.size()] = {turn, w.last_times,
+            w.seen_turns[w.seen_count++ % w.seen_turns.size()] = {turn, w.last_times(),
                                                                   inside ? times : ThreadTimes{}};
         } else if (turn != w.sampled_turn && !w.sample_pending) {
             // Sample once the turn is long without the time the OS kept the thread waiting.
@@ -226,7 +244,7 @@ struct PinningDetector::Impl {
                               seen ? seen->during : ThreadTimes{}, times);
             if (so_far.pinned_ns + so_far.stolen_ns >= threshold.count()) ask_for_sample(w, turn);
         }
-        if (times.valid) w.last_times = times;
+        if (times.valid) w.remember(times);
     }
 
     void ask_for_sample(Watched& w, std::int64_t turn) {
@@ -260,14 +278,9 @@ struct PinningDetector::Impl {
             ++long_turns_alone;
             return;
         }
-        // A turn shorter than a tick may end before any tick sees it: then the last reading
-        // before it is the one taken last.
-        const Watched::SeenTurn* seen = w.find_seen(turn.start_ns);
-        ThreadTimes before = seen ? seen->before : w.last_times;
-        if (before.at_ns > turn.start_ns) before = ThreadTimes{};
-        const ThreadTimes during = seen ? seen->during : ThreadTimes{};
+        const ReadingsAround around = w.readings_around(turn.start_ns, turn.end_ns);
         const TurnShare share =
-            share_of_turn(turn.start_ns, turn.end_ns, before, during, turn.at_end);
+            share_of_turn(turn.start_ns, turn.end_ns, around.before, around.during, turn.at_end);
         if (share.pinned_ns < threshold.count()) {
             const bool os_alone = share.pinned_ns + share.stolen_ns < threshold.count();
             ++(os_alone ? long_turns_excused : long_turns_stolen);

@@ -91,3 +91,18 @@ TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, const Thread
     share.pinned_ns = duration - share.runqueue_ns - share.stolen_ns;
     return share;
 }
+
+ReadingsAround readings_around(std::int64_t start_ns, std::int64_t end_ns,
+                               const ThreadTimes* readings, std::size_t count) {
+    ReadingsAround around;
+    for (std::size_t i = 0; i < count; ++i) {
+        const ThreadTimes& times = readings[i];
+        if (!times.valid || times.at_ns > end_ns) continue;
+        if (times.at_ns < start_ns) {
+            if (!around.before.valid || times.at_ns > around.before.at_ns) around.before = times;
+        } else if (!around.during.valid || times.at_ns < around.during.at_ns) {
+            around.during = times;
+        }
+    }
+    return around;
+}

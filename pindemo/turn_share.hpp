@@ -18,6 +18,7 @@
 // The detector reports a turn only when what is left, the pinned part, reaches the threshold.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 // A carrier thread's times at one moment, as its kernel counts them.
@@ -67,3 +68,15 @@ struct TurnShare {
 //    that deschedules both of the VM's CPUs while a busy carrier runs a short turn.
 TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, const ThreadTimes& before,
                         const ThreadTimes& during, const ThreadTimes& at_end);
+
+// Of the watchdog's readings (any order; invalid ones are skipped), the two that share_of_turn
+// takes for the turn [start_ns, end_ns]: the last taken before the turn began, and the first
+// taken inside it. Chosen by the time each was taken, whichever turn the watchdog thought was
+// under way then: the carrier reads the clock for a turn's start a moment before it publishes
+// the turn, so a carrier preempted in between is read during the new turn "for" the old one.
+struct ReadingsAround {
+    ThreadTimes before;
+    ThreadTimes during;
+};
+ReadingsAround readings_around(std::int64_t start_ns, std::int64_t end_ns,
+                               const ThreadTimes* readings, std::size_t count);

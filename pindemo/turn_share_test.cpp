@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <fcntl.h>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -83,6 +84,37 @@ TEST_CASE("time the OS kept the thread waiting for a CPU is not the fiber's",
             share_of_turn(0, 40 * ms, reading(-4, 0, 7, 0), none, reading(40, 6, 8, 30));
         CHECK(share.runqueue_ns == 0);
         CHECK(share.pinned_ns == 40 * ms);
+    }
+}
+
+TEST_CASE("the readings around a turn are picked by when they were taken",
+          "[pindemo][turn_share]") {
+    // The watchdog's readings at -9, -4, 3, 12 and 50 ms, out of order, one invalid; the turn
+    // runs from 0 to 40 ms.
+    ThreadTimes invalid = reading(1, 0, 7);
+    invalid.valid = false;
+    const ThreadTimes kept[] = {reading(12, 2, 7, 10), reading(-4, 0, 7),    invalid,
+                                reading(50, 9, 8, 40), reading(3, 1, 7, 10), reading(-9, 0, 6)};
+    const ReadingsAround around = readings_around(0, 40 * ms, kept, std::size(kept));
+    REQUIRE(around.before.valid);
+    CHECK(around.before.at_ns == -4 * ms); // the last before the turn began
+    REQUIRE(around.during.valid);
+    CHECK(around.during.at_ns ==
+          3 * ms); // the first inside it, not the later one nor the invalid one
+    SECTION("the case it is for: a run-queue wait the watchdog saw under the previous turn") {
+        // The carrier read the clock for the turn's start at 0, was preempted before it published
+        // the turn, and waited 38 ms in the run queue; the watchdog, still seeing the previous
+        // turn, read it at 3 and 12 ms. Its first reading inside this turn is at 3 ms.
+        const TurnShare share =
+            share_of_turn(0, 40 * ms, around.before, around.during, reading(40, 2, 8, 48));
+        CHECK(share.runqueue_ns == 38 * ms);
+        CHECK(share.pinned_ns == 2 * ms);
+    }
+    SECTION("none before, none inside") {
+        const ReadingsAround nothing = readings_around(100 * ms, 140 * ms, kept, 3);
+        CHECK_FALSE(nothing.during.valid);
+        CHECK(nothing.before.at_ns == 12 * ms);
+        CHECK_FALSE(readings_around(-50 * ms, -20 * ms, kept, std::size(kept)).before.valid);
     }
 }
 
