@@ -59,14 +59,16 @@ class PremadeStacks {
 public:
     PremadeStacks(std::size_t count, std::size_t size) : size_(size) {
         FiberStack maker(size);
-        free_.reserve(count); // taking stacks back never allocates
+        free_.reserve(count);
+        returned_.reserve(count); // taking stacks back never allocates
         for (std::size_t i = 0; i < count; ++i)
             free_.push_back(maker.allocate());
     }
     ~PremadeStacks() {
-        FiberStack maker(size_);
-        for (auto& stack : free_)
-            maker.deallocate(stack);
+        FiberStack maker(size_); // unmaps them, and tells AddressSanitizer
+        for (auto* stacks : {&free_, &returned_})
+            for (auto& stack : *stacks)
+                maker.deallocate(stack);
     }
     PremadeStacks(const PremadeStacks&) = delete;
     PremadeStacks& operator=(const PremadeStacks&) = delete;
@@ -80,15 +82,17 @@ public:
             stacks->free_.pop_back();
             return stack;
         }
+        // Kept apart, never handed out again: a used stack would need its AddressSanitizer
+        // poison cleared first (fiber_stack.cpp).
         void deallocate(boost::context::stack_context& stack) noexcept {
-            stacks->free_.push_back(stack);
+            stacks->returned_.push_back(stack);
         }
     };
     Allocator allocator() { return Allocator{this}; }
 
 private:
     std::size_t size_;
-    std::vector<boost::context::stack_context> free_;
+    std::vector<boost::context::stack_context> free_, returned_;
 };
 
 bool mentions(const std::vector<std::string>& stack, const std::string& what) {
