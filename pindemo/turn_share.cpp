@@ -43,6 +43,7 @@ bool read_schedstat(int fd, ThreadTimes& times) {
 //    and a switch before the second read makes the counts differ.
 ThreadTimes read_thread_times(int schedstat_fd) noexcept {
     ThreadTimes times;
+    times.from_ns = steady_ns();
     if (!read_schedstat(schedstat_fd, times)) return {};
     times.at_ns = steady_ns();
     times.valid = true;
@@ -57,6 +58,7 @@ std::int64_t this_thread_cpu_ns() noexcept {
 
 ThreadTimes read_own_times(int schedstat_fd) noexcept {
     ThreadTimes times, later;
+    times.from_ns = steady_ns();
     if (!read_schedstat(schedstat_fd, times)) return {}; // for the run queue
     times.ran_ns = this_thread_cpu_ns();
     times.at_ns = steady_ns();
@@ -73,7 +75,7 @@ TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, const Thread
     share.pinned_ns = duration;
     if (!at_end.valid || at_end.at_ns > end_ns) return share;
     std::int64_t runqueue = 0, stolen = 0;
-    if (during.valid && during.at_ns >= start_ns && during.at_ns <= at_end.at_ns)
+    if (during.valid && during.from_ns >= start_ns && during.at_ns <= at_end.at_ns)
         runqueue = at_end.runqueue_ns - during.runqueue_ns;
     for (const ThreadTimes* from : {&before, &during}) {
         if (!from->valid || from->at_ns > at_end.at_ns) continue;
@@ -100,9 +102,10 @@ ReadingsAround readings_around(std::int64_t start_ns, std::int64_t end_ns,
         if (!times.valid || times.at_ns > end_ns) continue;
         if (times.at_ns < start_ns) {
             if (!around.before.valid || times.at_ns > around.before.at_ns) around.before = times;
-        } else if (!around.during.valid || times.at_ns < around.during.at_ns) {
+        } else if (times.from_ns >= start_ns &&
+                   (!around.during.valid || times.at_ns < around.during.at_ns)) {
             around.during = times;
-        }
+        } // else under way as the turn began: neither
     }
     return around;
 }

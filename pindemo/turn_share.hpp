@@ -21,10 +21,12 @@
 #include <cstddef>
 #include <cstdint>
 
-// A carrier thread's times at one moment, as its kernel counts them.
+// A carrier thread's times at one moment, as its kernel counts them. The counters were read
+// between from_ns and at_ns (steady clock): not before the one, not after the other.
 struct ThreadTimes {
     bool valid = false;
-    std::int64_t at_ns = 0;       // steady clock
+    std::int64_t from_ns = 0;
+    std::int64_t at_ns = 0;
     std::int64_t ran_ns = 0;      // time it ran on a CPU (steal left out)
     std::int64_t runqueue_ns = 0; // time it was ready to run but waited for a CPU
     std::uint64_t arrivals = 0;   // times it was put on a CPU: unchanged while it never left one
@@ -55,7 +57,7 @@ struct TurnShare {
 };
 
 // Splits the turn [start_ns, end_ns] with the watchdog's readings of the carrier: `before`, its
-// last one before the turn began, and `during`, its first one while the turn went on (either
+// last one before the turn began, and `during`, its first one wholly inside the turn (either
 // may be invalid: a short turn is never seen under way), and `at_end`, the carrier's own as the
 // turn ended (invalid: nothing is left out). Each share is a lower bound of the time it names,
 // so errors lean towards reporting:
@@ -71,9 +73,11 @@ TurnShare share_of_turn(std::int64_t start_ns, std::int64_t end_ns, const Thread
 
 // Of the watchdog's readings (any order; invalid ones are skipped), the two that share_of_turn
 // takes for the turn [start_ns, end_ns]: the last taken before the turn began, and the first
-// taken inside it. Chosen by the time each was taken, whichever turn the watchdog thought was
-// under way then: the carrier reads the clock for a turn's start a moment before it publishes
-// the turn, so a carrier preempted in between is read during the new turn "for" the old one.
+// taken wholly inside it (from_ns at or after the start: one under way as the turn began may
+// hold a wait booked before it). Chosen by the time each was taken, whichever turn the
+// watchdog thought was under way then: the carrier reads the clock for a turn's start a moment
+// before it publishes the turn, so a carrier preempted in between is read during the new turn
+// "for" the old one.
 struct ReadingsAround {
     ThreadTimes before;
     ThreadTimes during;

@@ -25,7 +25,7 @@ ThreadTimes reading(std::int64_t at, std::int64_t ran, std::uint64_t arrivals,
                     std::int64_t queued = 0) {
     ThreadTimes times;
     times.valid = true;
-    times.at_ns = at * ms;
+    times.from_ns = times.at_ns = at * ms;
     times.ran_ns = ran * ms;
     times.arrivals = arrivals;
     times.runqueue_ns = queued * ms;
@@ -89,31 +89,44 @@ TEST_CASE("time the OS kept the thread waiting for a CPU is not the fiber's",
 
 TEST_CASE("the readings around a turn are picked by when they were taken",
           "[pindemo][turn_share]") {
-    // The watchdog's readings at -9, -4, 3, 12 and 50 ms, out of order, one invalid; the turn
-    // runs from 0 to 40 ms.
-    ThreadTimes invalid = reading(1, 0, 7);
+    // The turn runs from 0 to 40 ms. The watchdog's readings, out of order: at -9, -4, 3, 12,
+    // 40 and 50 ms, one invalid, and one under way as the turn began (from -1 to 1 ms).
+    ThreadTimes invalid = reading(2, 1, 7);
     invalid.valid = false;
-    const ThreadTimes kept[] = {reading(12, 2, 7, 10), reading(-4, 0, 7),    invalid,
-                                reading(50, 9, 8, 40), reading(3, 1, 7, 10), reading(-9, 0, 6)};
+    ThreadTimes straddling = reading(1, 1, 7);
+    straddling.from_ns = -1 * ms;
+    const ThreadTimes kept[] = {reading(12, 1, 7, 10), reading(-4, 1, 7),    invalid,
+                                reading(50, 9, 8, 48), straddling,           reading(3, 1, 7, 10),
+                                reading(-9, 0, 6),     reading(40, 3, 8, 48)};
     const ReadingsAround around = readings_around(0, 40 * ms, kept, std::size(kept));
     REQUIRE(around.before.valid);
     CHECK(around.before.at_ns == -4 * ms); // the last before the turn began
     REQUIRE(around.during.valid);
-    CHECK(around.during.at_ns ==
-          3 * ms); // the first inside it, not the later one nor the invalid one
+    // The first wholly inside it: not the one under way at the start (its counters may be from
+    // before it), not the invalid one, not a later one.
+    CHECK(around.during.at_ns == 3 * ms);
     SECTION("the case it is for: a run-queue wait the watchdog saw under the previous turn") {
-        // The carrier read the clock for the turn's start at 0, was preempted before it published
-        // the turn, and waited 38 ms in the run queue; the watchdog, still seeing the previous
-        // turn, read it at 3 and 12 ms. Its first reading inside this turn is at 3 ms.
+        // The carrier read the clock for the turn's start at 0 and was preempted before it
+        // published the turn: it waited in the run queue until 38 ms, then ran to 40. The
+        // watchdog, still seeing the previous turn, read it at 3 and 12 ms.
         const TurnShare share =
-            share_of_turn(0, 40 * ms, around.before, around.during, reading(40, 2, 8, 48));
+            share_of_turn(0, 40 * ms, around.before, around.during, reading(40, 3, 8, 48));
         CHECK(share.runqueue_ns == 38 * ms);
         CHECK(share.pinned_ns == 2 * ms);
     }
-    SECTION("none before, none inside") {
-        const ReadingsAround nothing = readings_around(100 * ms, 140 * ms, kept, 3);
-        CHECK_FALSE(nothing.during.valid);
-        CHECK(nothing.before.at_ns == 12 * ms);
+    SECTION("a reading under way as the turn began is not taken as inside it") {
+        // Its counters may have been read before the start, and hold a wait booked then.
+        const ReadingsAround only_straddling = readings_around(0, 40 * ms, &straddling, 1);
+        CHECK_FALSE(only_straddling.before.valid);
+        CHECK_FALSE(only_straddling.during.valid);
+        CHECK(share_of_turn(0, 40 * ms, none, straddling, reading(40, 3, 8, 48)).pinned_ns ==
+              40 * ms);
+    }
+    SECTION("a reading at the turn's very end is inside it; nothing inside a later turn") {
+        CHECK(readings_around(39 * ms, 40 * ms, kept, std::size(kept)).during.at_ns == 40 * ms);
+        const ReadingsAround later = readings_around(100 * ms, 140 * ms, kept, std::size(kept));
+        CHECK_FALSE(later.during.valid);
+        CHECK(later.before.at_ns == 50 * ms);
         CHECK_FALSE(readings_around(-50 * ms, -20 * ms, kept, std::size(kept)).before.valid);
     }
 }
