@@ -230,18 +230,16 @@ struct PinningDetector::Impl {
         // and only while a fiber holds the carrier. An idle server reads nothing.
         const ThreadTimes times = w.times();
         if (new_turn) {
-            // Inside the turn if the same turn is still under way once the reading is taken.
-            const bool inside = times.valid && w.monitor->current_turn_start() == turn;
-            w.seen_turns[w.seen_count++ % w.seen_turns.size()] = {turn, w.last_times(),
-                                                                  inside ? times : ThreadTimes{}};
+            // The turn was published before this reading began, so the reading lies inside it
+            // (readings_around drops it if the turn ended meanwhile).
+            w.seen_turns[w.seen_count++ % w.seen_turns.size()] = {turn, w.last_times(), times};
         } else if (turn != w.sampled_turn && !w.sample_pending) {
             // Sample once the turn is long without the time the OS kept the thread waiting.
             // (Steal is only known as the turn ends: now the carrier may be asleep in the very
             // call that pins it, which a reading from here cannot tell from steal.)
-            const Watched::SeenTurn* seen = w.find_seen(turn);
+            const ReadingsAround around = w.readings_around(turn, times.at_ns);
             const TurnShare so_far =
-                share_of_turn(turn, times.at_ns, seen ? seen->before : ThreadTimes{},
-                              seen ? seen->during : ThreadTimes{}, times);
+                share_of_turn(turn, times.at_ns, around.before, around.during, times);
             if (so_far.pinned_ns + so_far.stolen_ns >= threshold.count()) ask_for_sample(w, turn);
         }
         if (times.valid) w.remember(times);

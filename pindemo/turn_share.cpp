@@ -34,9 +34,11 @@ bool read_schedstat(int fd, ThreadTimes& times) {
 // Steal over a stretch is (time passed) - (time run) from a watchdog reading to the carrier's
 // own at the end, provided the arrival count did not move. The order of the reads keeps a
 // delay between them (the reading thread preempted or stolen) from adding to it:
-//  * the watchdog's: schedstat, then the clock. The time run is as of the schedstat read (or
-//    earlier: it lags), so the stretch counts more time run than it should, never less; a
-//    switch after the read makes the counts differ.
+//  * the watchdog's: the clock (from_ns), schedstat, the clock again (at_ns). Steal counts from
+//    at_ns: the time run is as of the schedstat read (or earlier: it lags), so the stretch
+//    counts more time run than it should, never less; a switch after the read makes the counts
+//    differ. The run queue counts from a reading only if from_ns is inside the turn: then no
+//    wait it holds was booked before the turn began.
 //  * the carrier's: schedstat for the run queue, the CPU clock, the clock (the turn's end),
 //    schedstat again for arrivals. A wait that the first read books ended before the turn did;
 //    CPU time between the CPU clock and the end counts as not run, but it is inside the turn;
