@@ -143,6 +143,10 @@ struct PinningDetector::Impl {
     long long long_turns_alone = 0;   // long turns while no other fiber was ready
     long long long_turns_excused = 0; // long only because the OS kept the thread off a CPU
     long long long_turns_stolen = 0;  // long only because the hypervisor took the CPU away
+    long long long_turns_unwatched = 0; // long only while the watchdog itself was held up
+    // The watchdog's last late wake-ups (turn_share.hpp: Stretch), oldest overwritten first.
+    std::array<Stretch, 64> late_wakeups{};
+    std::size_t late_count = 0;
     int realtime_error = 0;           // why the watchdog runs at ordinary priority (0: it does not)
 
     std::mutex stop_mutex;
@@ -166,9 +170,14 @@ struct PinningDetector::Impl {
         name_this_thread("pin-watchdog");
         realtime_error = watch_ahead_of_ordinary_threads();
         std::unique_lock<std::mutex> lock(stop_mutex);
+        std::int64_t due = now_ns() + tick_ns();
         while (!stop_requested.wait_for(lock, tick, [this] { return stopping; })) {
             lock.unlock();
+            // Woken more than a tick late: something held the watchdog up (turn_share.hpp).
+            const std::int64_t woke = now_ns();
+            if (woke - due > tick_ns()) late_wakeups[late_count++ % late_wakeups.size()] = {due, woke};
             look();
+            due = now_ns() + tick_ns(); // after look(): time spent naming a stack is not late
             lock.lock();
         }
         lock.unlock();
@@ -182,6 +191,8 @@ struct PinningDetector::Impl {
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
     }
+
+    std::int64_t tick_ns() const { return std::chrono::nanoseconds(tick).count(); }
 
     void look() {
         {
@@ -285,6 +296,14 @@ struct PinningDetector::Impl {
             return;
         }
         const std::int64_t duration = turn.end_ns - turn.start_ns;
+        // Not claimed either: a turn that is long only by a stretch when the watchdog could not
+        // look. (Measured against the whole turn: it may be the same time as the run queue's.)
+        const std::int64_t unwatched = time_covered(turn.start_ns, turn.end_ns,
+                                                    late_wakeups.data(), late_wakeups.size());
+        if (duration - unwatched < threshold.count()) {
+            ++long_turns_unwatched;
+            return;
+        }
         PinningEvent event;
         event.carrier = w.monitor->label();
         event.duration_ms = duration / 1e6;
@@ -354,6 +373,10 @@ struct PinningDetector::Impl {
             " long turns with no fiber waiting, " + std::to_string(long_turns_excused) +
             " long only because the OS kept the carrier off a CPU, " +
             std::to_string(long_turns_stolen) + " only because the hypervisor took its CPU away";
+        if (long_turns_unwatched > 0)
+            text += "; " + std::to_string(long_turns_unwatched) +
+                    " long only while the watchdog itself was held up (the process or the "
+                    "machine stalled)";
         if (dropped > 0)
             text += "; " + std::to_string(dropped) + " long turns lost (watchdog too slow)";
         if (realtime_error != 0)

@@ -21,7 +21,9 @@
 //    milliseconds for a core, which no fiber can help;
 //  * time a virtual machine's hypervisor took the carrier's CPU away (steal), told apart by the
 //    carrier thread running for less time than passed while it never left its CPU
-//    (turn_share.hpp).
+//    (turn_share.hpp);
+//  * time the watchdog itself could not look, woken more than a tick late: the process was
+//    stopped or the machine stalled, and the turn's length says nothing about the fiber.
 // Only the rest of a turn counts toward the threshold. Each kind of long turn left out is
 // counted and shown in the summary line the detector prints when it stops.
 //

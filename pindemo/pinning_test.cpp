@@ -20,7 +20,9 @@
 #include <future>
 #include <mutex>
 #include <sched.h>
+#include <csignal>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -259,6 +261,58 @@ TEST_CASE("unnamed fibers are reported by their context's address", "[pindemo][d
     STEP("events: " << describe(events));
     REQUIRE(events.size() == 1);
     CHECK(events[0].fiber.rfind("unnamed fiber 0x", 0) == 0);
+}
+
+TEST_CASE("a turn stretched while the whole process was stopped is not blamed on the fiber, and "
+          "a real pin right after it is still caught",
+          "[pindemo][detector]") {
+    RecordingDetector detector;
+    std::atomic<int> slices{0};
+    {
+        // Two fibers take turns computing 2 ms at a time, so some turn is under way whenever the
+        // process stops, and the other fiber is ready then.
+        Carrier carrier("stopped", reactor());
+        for (const char* name : {"slicer-a", "slicer-b"})
+            carrier.spawn([name, &slices] {
+                name_this_fiber(name);
+                const auto end = std::chrono::steady_clock::now() + 700ms;
+                while (std::chrono::steady_clock::now() < end) {
+                    const std::int64_t until = this_thread_cpu_ns() + 2'000'000;
+                    while (this_thread_cpu_ns() < until) {
+                    }
+                    slices.fetch_add(1);
+                    boost::this_fiber::yield();
+                }
+            });
+        // A child stops this whole process for 200 ms (SIGSTOP, what Ctrl+Z sends: to the
+        // process it looks like a virtual machine its host froze), then lets it go on. Between
+        // fork and _exit it calls only async-signal-safe functions.
+        const pid_t parent = ::getpid();
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            const timespec before{0, 200'000'000}, stopped{0, 200'000'000};
+            ::nanosleep(&before, nullptr);
+            ::kill(parent, SIGSTOP);
+            ::nanosleep(&stopped, nullptr);
+            ::kill(parent, SIGCONT);
+            ::_exit(0);
+        }
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        CHECK(WIFEXITED(status));
+        carrier.stop();
+    }
+    STEP(slices << " slices of 2 ms computed around a 200 ms stop of the process");
+    run_beside_a_waiter(reactor(), "control", [] { std::this_thread::sleep_for(100ms); });
+    STEP("then one fiber blocked a carrier for 100 ms");
+    const auto events = detector.stop();
+    STEP("the detector closed with: " << detector.summary());
+    STEP("events: " << describe(events));
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].fiber == "control");
+    CHECK(detector.summary().find("long only while the watchdog itself was held up") !=
+          std::string::npos);
 }
 
 TEST_CASE("a busy fiber-aware load on reactor carriers raises no false alarm, and a real pin "

@@ -111,3 +111,12 @@ ReadingsAround readings_around(std::int64_t start_ns, std::int64_t end_ns,
     }
     return around;
 }
+
+std::int64_t time_covered(std::int64_t start_ns, std::int64_t end_ns, const Stretch* stretches,
+                          std::size_t count) {
+    std::int64_t covered = 0;
+    for (std::size_t i = 0; i < count; ++i)
+        covered += std::max<std::int64_t>(
+            std::min(end_ns, stretches[i].to_ns) - std::max(start_ns, stretches[i].from_ns), 0);
+    return std::min(covered, std::max<std::int64_t>(end_ns - start_ns, 0));
+}

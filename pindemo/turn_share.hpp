@@ -84,3 +84,20 @@ struct ReadingsAround {
 };
 ReadingsAround readings_around(std::int64_t start_ns, std::int64_t end_ns,
                                const ThreadTimes* readings, std::size_t count);
+
+// A stretch of the steady clock during which the watchdog should have looked at the carriers but
+// could not: it woke up more than a tick late. Its own work (naming a stack, waiting for a
+// sample) is not one: it sets its next wake-up after that work. What holds an on-time watchdog
+// up holds the whole process, or the whole machine: the process stopped (SIGSTOP, a debugger),
+// the virtual machine frozen by its host, or, for a watchdog without real-time priority, a crowd
+// of runnable threads. A carrier's turn stretched by such a stall is no more the fiber's doing
+// than the OS's run queue is, and no reading can split it: the watchdog was not there to take one.
+struct Stretch {
+    std::int64_t from_ns = 0;
+    std::int64_t to_ns = 0;
+};
+
+// How much of the turn [start_ns, end_ns] the stretches cover. They do not overlap one another
+// (the watchdog's late wake-ups follow one another); empty ones count nothing.
+std::int64_t time_covered(std::int64_t start_ns, std::int64_t end_ns, const Stretch* stretches,
+                          std::size_t count);

@@ -166,6 +166,17 @@ TEST_CASE("the parts of a turn never add up to more than the turn", "[pindemo][t
     CHECK(both.pinned_ns == 20 * ms);
 }
 
+TEST_CASE("the time the watchdog itself was held up is measured inside the turn only",
+          "[pindemo][turn_share]") {
+    // The turn runs from 10 to 70 ms. The watchdog was late from 0 to 15 ms (partly before the
+    // turn), from 30 to 60 ms (inside it) and from 80 to 90 ms (after it); one stretch is empty.
+    const Stretch late[] = {{0, 15 * ms}, {30 * ms, 60 * ms}, {}, {80 * ms, 90 * ms}};
+    CHECK(time_covered(10 * ms, 70 * ms, late, std::size(late)) == 35 * ms);
+    CHECK(time_covered(100 * ms, 140 * ms, late, std::size(late)) == 0);
+    CHECK(time_covered(35 * ms, 40 * ms, late, std::size(late)) == 5 * ms); // wholly inside one
+    CHECK(time_covered(10 * ms, 70 * ms, late, 0) == 0);
+}
+
 TEST_CASE("the kernel facts behind it: a thread that never leaves its CPU runs for as long as "
           "the wall clock says, and one that sleeps is put back on a CPU afterwards",
           "[pindemo][turn_share]") {
