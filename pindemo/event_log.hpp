@@ -13,10 +13,17 @@ public:
     std::vector<std::string> events() const;
     // The lines as text, for a failing test's story.
     std::string text() const;
+    // One short line per event: who, where, how long, what was left out, where it was sampled;
+    // "(no events)" when there are none. Checked as `CHECK(log.brief() == "(no events)")`, a
+    // failure shows it first, before any longer story that a cut log may lose.
+    std::string brief() const;
 
 private:
     std::string path_;
 };
+
+// The line the detector closed with in a program's output ("pinning detector: ..."); "" if none.
+std::string detector_summary(const std::string& output);
 
 // The value of a top-level field of one event: a string unescaped ("clock_nanosleep"), a number
 // as its text ("100.2"); "" when the field is missing. Unlike test_support's json_field it reads

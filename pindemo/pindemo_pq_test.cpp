@@ -29,5 +29,5 @@ TEST_CASE("PQexec on a fiber pins its carrier in poll, lesson 04's PgConnection 
         {pindemo, "--case", "pq", "--fixed", "--db", db, "--events", fixed_log.path()}, output);
     STEP("pindemo --case pq --fixed exited " << fixed_status << ":\n" << output);
     REQUIRE(fixed_status == 0);
-    CHECK(fixed_log.events().empty());
+    CHECK(fixed_log.brief() == "(no events)");
 }
