@@ -60,9 +60,8 @@ std::string EventLog::brief() const {
         const std::string blocked_in = event_field(event, "blocked_in");
         text += event_field(event, "fiber") + " on " + event_field(event, "carrier") + ": " +
                 event_field(event, "duration_ms") + " ms (run queue " +
-                event_field(event, "runqueue_ms") + ", stolen " +
-                event_field(event, "stolen_ms") + "), " + event_field(event, "ready_waiting") +
-                " ready; " +
+                event_field(event, "runqueue_ms") + ", stolen " + event_field(event, "stolen_ms") +
+                "), " + event_field(event, "ready_waiting") + " ready; " +
                 (blocked_in.empty() ? "not sampled"
                                     : "sampled at " + sampled_at + " ms in " + blocked_in +
                                           " from " + event_field(event, "called_from")) +

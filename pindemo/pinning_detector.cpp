@@ -140,14 +140,14 @@ struct PinningDetector::Impl {
     // The watchdog's own state.
     std::vector<std::unique_ptr<Watched>> watched;
     Symbolizer symbolizer;
-    long long long_turns_alone = 0;   // long turns while no other fiber was ready
-    long long long_turns_excused = 0; // long only because the OS kept the thread off a CPU
-    long long long_turns_stolen = 0;  // long only because the hypervisor took the CPU away
+    long long long_turns_alone = 0;     // long turns while no other fiber was ready
+    long long long_turns_excused = 0;   // long only because the OS kept the thread off a CPU
+    long long long_turns_stolen = 0;    // long only because the hypervisor took the CPU away
     long long long_turns_unwatched = 0; // long only while the watchdog itself was held up
     // The watchdog's last late wake-ups (turn_share.hpp: Stretch), oldest overwritten first.
     std::array<Stretch, 64> late_wakeups{};
     std::size_t late_count = 0;
-    int realtime_error = 0;           // why the watchdog runs at ordinary priority (0: it does not)
+    int realtime_error = 0; // why the watchdog runs at ordinary priority (0: it does not)
 
     std::mutex stop_mutex;
     std::condition_variable stop_requested;
@@ -175,7 +175,8 @@ struct PinningDetector::Impl {
             lock.unlock();
             // Woken more than a tick late: something held the watchdog up (turn_share.hpp).
             const std::int64_t woke = now_ns();
-            if (woke - due > tick_ns()) late_wakeups[late_count++ % late_wakeups.size()] = {due, woke};
+            if (woke - due > tick_ns())
+                late_wakeups[late_count++ % late_wakeups.size()] = {due, woke};
             look();
             due = now_ns() + tick_ns(); // after look(): time spent naming a stack is not late
             lock.lock();
@@ -298,8 +299,8 @@ struct PinningDetector::Impl {
         const std::int64_t duration = turn.end_ns - turn.start_ns;
         // Not claimed either: a turn that is long only by a stretch when the watchdog could not
         // look. (Measured against the whole turn: it may be the same time as the run queue's.)
-        const std::int64_t unwatched = time_covered(turn.start_ns, turn.end_ns,
-                                                    late_wakeups.data(), late_wakeups.size());
+        const std::int64_t unwatched =
+            time_covered(turn.start_ns, turn.end_ns, late_wakeups.data(), late_wakeups.size());
         if (duration - unwatched < threshold.count()) {
             ++long_turns_unwatched;
             return;

@@ -15,12 +15,12 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <csignal>
 #include <dirent.h>
 #include <fstream>
 #include <future>
 #include <mutex>
 #include <sched.h>
-#include <csignal>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
