@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <mutex>
 #include <pthread.h>
@@ -139,7 +140,6 @@ struct PinningDetector::Impl {
 
     // The watchdog's own state.
     std::vector<std::unique_ptr<Watched>> watched;
-    Symbolizer symbolizer;
     long long long_turns_alone = 0;     // long turns while no other fiber was ready
     long long long_turns_excused = 0;   // long only because the OS kept the thread off a CPU
     long long long_turns_stolen = 0;    // long only because the hypervisor took the CPU away
@@ -153,6 +153,22 @@ struct PinningDetector::Impl {
     std::condition_variable stop_requested;
     bool stopping = false;
     std::thread watchdog;
+
+    // Events found, on their way to the reporting thread. Naming a stack runs addr2line, which
+    // takes milliseconds to seconds: on the watchdog, that would be ticks missed, and turns it
+    // could not split. The reporting thread runs at ordinary priority (it is not the watchdog's
+    // child), as does the addr2line it starts.
+    struct Unnamed {
+        PinningEvent event;
+        bool sampled = false;
+        StackSample sample;
+    };
+    std::mutex report_mutex;
+    std::condition_variable report_ready;
+    std::deque<Unnamed> to_report;
+    bool reporting_done = false;
+    Symbolizer symbolizer; // the reporting thread's
+    std::thread reporter;
 
     explicit Impl(Options o)
         : options(std::move(o)), threshold(options.threshold),
@@ -296,52 +312,77 @@ struct PinningDetector::Impl {
             ++(os_alone ? long_turns_excused : long_turns_stolen);
             return;
         }
-        const std::int64_t duration = turn.end_ns - turn.start_ns;
-        // Not claimed either: a turn that is long only by a stretch when the watchdog could not
-        // look. (Measured against the whole turn: it may be the same time as the run queue's.)
+        // Not claimed either: a turn long only by the stretches when the watchdog could not
+        // look. Taken out on top of the OS's share: where both are the same time (a carrier
+        // waiting for a CPU as the machine froze) too much is left out, which only hides a pin
+        // that barely reaches the threshold.
         const std::int64_t unwatched =
             time_covered(turn.start_ns, turn.end_ns, late_wakeups.data(), late_wakeups.size());
-        if (duration - unwatched < threshold.count()) {
+        if (share.pinned_ns - unwatched < threshold.count()) {
             ++long_turns_unwatched;
             return;
         }
-        PinningEvent event;
+        Unnamed found;
+        PinningEvent& event = found.event;
         event.carrier = w.monitor->label();
-        event.duration_ms = duration / 1e6;
+        event.duration_ms = (turn.end_ns - turn.start_ns) / 1e6;
         event.runqueue_ms = share.runqueue_ns / 1e6;
         event.stolen_ms = share.stolen_ns / 1e6;
         event.ready_waiting = turn.ready_waiting;
-        const bool sampled = w.sample_ok && w.sampled_turn == turn.start_ns;
-        event.fiber = sampled ? w.fiber_name : fiber_display_name(turn.fiber);
-        if (sampled) {
+        found.sampled = w.sample_ok && w.sampled_turn == turn.start_ns;
+        event.fiber = found.sampled ? w.fiber_name : fiber_display_name(turn.fiber);
+        if (found.sampled) {
             event.sampled_at_ms = (w.sample.taken_ns - turn.start_ns) / 1e6;
-            const auto frames =
-                symbolizer.frames(w.sample.frames, w.sample.depth, w.sample.first_is_exact);
-            // Everything down to our own code matters; below it, only our frames and calls into
-            // shared libraries: the rest is std::function and Boost.Context templates inlined
-            // from system headers, which say nothing about the pin.
-            int left_out = 0;
-            for (const auto& frame : frames) {
-                if (event.blocked_in.empty() && names_the_wait(frame))
-                    event.blocked_in = frame.function;
-                const bool below_our_code = !event.called_from.empty();
-                if (event.called_from.empty() && frame.in_project) event.called_from = frame.text();
-                if (below_our_code && !frame.in_project && !frame.file.empty()) {
-                    ++left_out;
-                    continue;
-                }
-                event.stack.push_back(frame.text());
-            }
-            if (event.blocked_in.empty() && !frames.empty()) event.blocked_in = frames[0].function;
-            if (left_out > 0)
-                event.stack.push_back("(" + std::to_string(left_out) +
-                                      " frames inlined from library headers left out)");
+            found.sample = w.sample;
         }
-        report(event);
+        events.fetch_add(1);
+        {
+            std::lock_guard<std::mutex> lock(report_mutex);
+            to_report.push_back(std::move(found));
+        }
+        report_ready.notify_one();
+    }
+
+    // The reporting thread: names the sampled stacks and reports the events, in the order found.
+    void run_reporter() {
+        name_this_thread("pin-reporter");
+        std::unique_lock<std::mutex> lock(report_mutex);
+        while (true) {
+            report_ready.wait(lock, [this] { return !to_report.empty() || reporting_done; });
+            if (to_report.empty()) return; // done, and nothing left
+            Unnamed found = std::move(to_report.front());
+            to_report.pop_front();
+            lock.unlock();
+            if (found.sampled) name_the_stack(found.event, found.sample);
+            report(found.event);
+            lock.lock();
+        }
+    }
+
+    void name_the_stack(PinningEvent& event, const StackSample& sample) {
+        const auto frames = symbolizer.frames(sample.frames, sample.depth, sample.first_is_exact);
+        // Everything down to our own code matters; below it, only our frames and calls into
+        // shared libraries: the rest is std::function and Boost.Context templates inlined
+        // from system headers, which say nothing about the pin.
+        int left_out = 0;
+        for (const auto& frame : frames) {
+            if (event.blocked_in.empty() && names_the_wait(frame))
+                event.blocked_in = frame.function;
+            const bool below_our_code = !event.called_from.empty();
+            if (event.called_from.empty() && frame.in_project) event.called_from = frame.text();
+            if (below_our_code && !frame.in_project && !frame.file.empty()) {
+                ++left_out;
+                continue;
+            }
+            event.stack.push_back(frame.text());
+        }
+        if (event.blocked_in.empty() && !frames.empty()) event.blocked_in = frames[0].function;
+        if (left_out > 0)
+            event.stack.push_back("(" + std::to_string(left_out) +
+                                  " frames inlined from library headers left out)");
     }
 
     void report(const PinningEvent& event) {
-        events.fetch_add(1);
         if (options.print) write_all(STDERR_FILENO, to_text(event));
         if (events_file) {
             std::fputs((to_json(event) + "\n").c_str(), events_file);
@@ -425,6 +466,7 @@ PinningDetector::PinningDetector(Options options)
         current = impl_.get();
     }
     observe_carrier_schedulers(monitor_carrier);
+    impl_->reporter = std::thread([impl = impl_.get()] { impl->run_reporter(); });
     impl_->watchdog = std::thread([impl = impl_.get()] { impl->run(); });
 }
 
@@ -440,6 +482,12 @@ PinningDetector::~PinningDetector() {
     }
     impl_->stop_requested.notify_all();
     impl_->watchdog.join();
+    {
+        std::lock_guard<std::mutex> lock(impl_->report_mutex);
+        impl_->reporting_done = true;
+    }
+    impl_->report_ready.notify_one();
+    impl_->reporter.join(); // every event found is out
     const std::string summary = impl_->summary();
     if (impl_->options.print) Impl::write_all(STDERR_FILENO, summary);
     if (impl_->options.on_summary) impl_->options.on_summary(summary);

@@ -10,7 +10,8 @@
 //     threshold); a turn older than the threshold gets its stack sampled on the spot, while the
 //     fiber still holds the carrier (stack_sampler.hpp);
 //  3. when that turn ends, one event is reported: a block of text on stderr, one JSON object
-//     per line in the events file, and a call to on_event. Reporting at the end means the
+//     per line in the events file, and a call to on_event, from a reporting thread that names
+//     the sampled stack (the watchdog never waits for that). Reporting at the end means the
 //     duration is known; the price is that a fiber that never gives its carrier back is never
 //     reported (a hung program is a job for a debugger).
 //
@@ -48,7 +49,7 @@ public:
         std::chrono::milliseconds threshold{20};
         std::string events_path; // also write each event here as a JSON line ("": don't)
         bool print = true;       // the text block on stderr, and the summary line at the end
-        std::function<void(const PinningEvent&)> on_event;  // runs on the watchdog thread
+        std::function<void(const PinningEvent&)> on_event;  // on the reporting thread
         std::function<void(const std::string&)> on_summary; // the closing line, as it stops
     };
 
@@ -61,7 +62,7 @@ public:
     PinningDetector(const PinningDetector&) = delete;
     PinningDetector& operator=(const PinningDetector&) = delete;
 
-    int events() const; // reported so far
+    int events() const; // found so far (each is reported a moment later)
 
     struct Impl;
 

@@ -1,4 +1,5 @@
-// Turns the return addresses of a stack sample into readable frames, on the watchdog thread.
+// Turns the return addresses of a stack sample into readable frames, on the detector's reporting
+// thread.
 //
 // For each address: which loaded file it is in (dladdr), then its function, source file and
 // line from that file's debug information, asking binutils' addr2line (installed with g++; the
