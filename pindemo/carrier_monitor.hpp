@@ -57,6 +57,10 @@ public:
     }
     // The scheduler itself runs (it looks for work, or waits for it): no fiber holds the carrier.
     void scheduler_turn() noexcept { turn_start_.store(0, std::memory_order_release); }
+    // The scheduler is about to wait for work (true), or is back from waiting (false). Only while
+    // it waits does the watchdog leave the carrier's times unread: the rest of the scheduler's
+    // turn may be the moment just before a fiber's turn is published (turn_share.hpp).
+    void parked(bool waiting) noexcept { parked_.store(waiting, std::memory_order_release); }
     // Hands a finished long turn to the watchdog. If the watchdog has fallen so far behind that
     // the queue is full, the turn is dropped and counted.
     void long_turn_ended(const LongTurn& turn) noexcept;
@@ -73,6 +77,8 @@ public:
     std::int64_t current_turn_start() const noexcept {
         return turn_start_.load(std::memory_order_acquire);
     }
+    // Whether the scheduler waits for work (idle carrier), as parked() last said.
+    bool is_parked() const noexcept { return parked_.load(std::memory_order_acquire); }
     // The oldest long turn not yet read; false when there is none.
     bool next_long_turn(LongTurn& turn) noexcept;
     std::uint64_t dropped_turns() const { return dropped_.load(std::memory_order_relaxed); }
@@ -92,6 +98,7 @@ private:
     const int tid_;
     std::atomic<std::int64_t> turn_start_{0};
     std::atomic<const void*> fiber_{nullptr};
+    std::atomic<bool> parked_{false};
 
     // Long turns, carrier -> watchdog: a single-producer single-consumer ring. Each entry is a
     // turn of at least the threshold, so 64 of them cover the watchdog being late by seconds.

@@ -77,7 +77,9 @@ void MonitoredAlgorithm::suspend_until(
         }
         finish_long_turn(ready_);
     }
+    monitor_->parked(true);
     inner_->suspend_until(until);
+    monitor_->parked(false);
 }
 
 void MonitoredAlgorithm::finish_long_turn(int ready) noexcept {

@@ -253,10 +253,17 @@ struct PinningDetector::Impl {
         const std::int64_t turn = w.monitor->current_turn_start();
         const bool new_turn = turn != w.seen_turn;
         w.seen_turn = turn;
-        if (turn == 0) return;
         // Reading the carrier's times is a /proc read, the watchdog's main cost: once a tick,
-        // and only while a fiber holds the carrier. An idle server reads nothing.
+        // and only while the carrier is awake. An idle server reads nothing.
+        if (turn == 0 && w.monitor->is_parked()) return;
         const ThreadTimes times = w.times();
+        if (turn == 0) {
+            // The scheduler's own turn. Kept anyway: the carrier reads the clock for the next
+            // fiber's turn a moment before it publishes it, and if the OS makes it wait in
+            // between, this is the only reading taken inside that turn (readings_around).
+            if (times.valid) w.remember(times);
+            return;
+        }
         if (new_turn) {
             // The turn was published before this reading began, so the reading lies inside it
             // (readings_around drops it if the turn ended meanwhile).
