@@ -61,10 +61,11 @@ std::string EventLog::brief() const {
         text += event_field(event, "fiber") + " on " + event_field(event, "carrier") + ": " +
                 event_field(event, "duration_ms") + " ms (run queue " +
                 event_field(event, "runqueue_ms") + ", stolen " + event_field(event, "stolen_ms") +
-                "), " + event_field(event, "ready_waiting") + " ready; " +
-                (blocked_in.empty() ? "not sampled"
-                                    : "sampled at " + sampled_at + " ms in " + blocked_in +
-                                          " from " + event_field(event, "called_from")) +
+                ", held up " + event_field(event, "held_up_ms") + "), " +
+                event_field(event, "ready_waiting") + " ready; " +
+                (sampled_at == "null" ? "not sampled"
+                                      : "sampled at " + sampled_at + " ms in " + blocked_in +
+                                            " from " + event_field(event, "called_from")) +
                 "\n";
     }
     return text.empty() ? "(no events)" : text;

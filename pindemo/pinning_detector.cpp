@@ -42,7 +42,7 @@ bool names_the_wait(const Frame& frame) {
 }
 
 // Puts the calling thread (the watchdog) ahead of every ordinary thread, if the process may: the
-// lowest real-time priority, not passed on to the children it starts (addr2line). Why: to leave
+// lowest real-time priority, not passed on to any thread or process it starts. Why: to leave
 // out the time the OS kept a carrier waiting for a CPU, the watchdog must read the carrier's
 // statistics while that wait is under way (turn_share.hpp). On a machine crowded with runnable
 // threads, an ordinary watchdog waits in the same queue as the carrier and may first read it
@@ -61,7 +61,7 @@ struct Watched {
     int schedstat_fd = -1; // the carrier thread's scheduler statistics; -1 if unavailable
 
     std::int64_t seen_turn = 0; // the turn under way at the last tick
-    // The last readings of the carrier's times, taken once a tick while a fiber holds it, kept
+    // The last readings of the carrier's times, taken once a tick while the carrier is awake, kept
     // by when they were taken (see readings_around in turn_share.hpp for why).
     static constexpr std::size_t kept_readings = 16;
     std::array<ThreadTimes, kept_readings> recent;
@@ -144,9 +144,14 @@ struct PinningDetector::Impl {
     long long long_turns_excused = 0;   // long only because the OS kept the thread off a CPU
     long long long_turns_stolen = 0;    // long only because the hypervisor took the CPU away
     long long long_turns_unwatched = 0; // long only while the watchdog itself was held up
-    // The watchdog's last late wake-ups (turn_share.hpp: Stretch), oldest overwritten first.
-    std::array<Stretch, 64> late_wakeups{};
-    std::size_t late_count = 0;
+    // The last stretches when the watchdog was held up (turn_share.hpp: Stretch), oldest
+    // overwritten first, and what finding them needs: when it last knew itself awake, and its own
+    // scheduler statistics (its own waits for a CPU are not a stall of the process).
+    std::array<Stretch, 64> held_up{};
+    std::size_t held_up_count = 0;
+    std::int64_t awake_at_ns = 0;
+    int own_schedstat_fd = -1;
+    std::int64_t own_runqueue_ns = 0;
     int realtime_error = 0; // why the watchdog runs at ordinary priority (0: it does not)
 
     std::mutex stop_mutex;
@@ -156,8 +161,8 @@ struct PinningDetector::Impl {
 
     // Events found, on their way to the reporting thread. Naming a stack runs addr2line, which
     // takes milliseconds to seconds: on the watchdog, that would be ticks missed, and turns it
-    // could not split. The reporting thread runs at ordinary priority (it is not the watchdog's
-    // child), as does the addr2line it starts.
+    // could not split. The reporting thread, and the addr2line it starts, run at ordinary
+    // priority (the constructor's thread starts it, not the watchdog).
     struct Unnamed {
         PinningEvent event;
         bool sampled = false;
@@ -185,19 +190,20 @@ struct PinningDetector::Impl {
     void run() {
         name_this_thread("pin-watchdog");
         realtime_error = watch_ahead_of_ordinary_threads();
+        own_schedstat_fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+        const ThreadTimes own = read_thread_times(own_schedstat_fd);
+        own_runqueue_ns = own.runqueue_ns;
+        awake_at_ns = now_ns();
         std::unique_lock<std::mutex> lock(stop_mutex);
-        std::int64_t due = now_ns() + tick_ns();
         while (!stop_requested.wait_for(lock, tick, [this] { return stopping; })) {
             lock.unlock();
-            // Woken more than a tick late: something held the watchdog up (turn_share.hpp).
-            const std::int64_t woke = now_ns();
-            if (woke - due > tick_ns())
-                late_wakeups[late_count++ % late_wakeups.size()] = {due, woke};
+            awake_after(tick_ns());
             look();
-            due = now_ns() + tick_ns(); // after look(): time spent naming a stack is not late
             lock.lock();
+            awake_after(0);
         }
         lock.unlock();
+        if (own_schedstat_fd >= 0) ::close(own_schedstat_fd);
         // Final rounds: turns that ended just now, and samples still on their way.
         for (int round = 0; round < 100; ++round) {
             look();
@@ -211,6 +217,31 @@ struct PinningDetector::Impl {
 
     std::int64_t tick_ns() const { return std::chrono::nanoseconds(tick).count(); }
 
+    // Stops watching new carriers, then the watchdog (after its final rounds), then the
+    // reporting thread (after the events still queued). Either thread may not exist.
+    void stop();
+
+    // A checkpoint of the watchdog's: since the last one it meant to sleep `planned_ns` and
+    // otherwise work for microseconds. Over a tick more than that, it was held up (turn_share.hpp:
+    // Stretch), less any time it waited for a CPU since it last found itself held up: that is
+    // the OS's run queue, which the carriers' own statistics show. (So a watchdog without
+    // real-time priority, kept waiting by a crowd, excuses nothing: for one at real-time
+    // priority that wait is nil.)
+    void awake_after(std::int64_t planned_ns) {
+        const std::int64_t now = now_ns();
+        const std::int64_t from = awake_at_ns + planned_ns;
+        awake_at_ns = now;
+        if (now - from <= tick_ns()) return;
+        const ThreadTimes own = read_thread_times(own_schedstat_fd);
+        std::int64_t waited = 0;
+        if (own.valid) {
+            waited = own.runqueue_ns - own_runqueue_ns;
+            own_runqueue_ns = own.runqueue_ns;
+        }
+        const std::int64_t to = now - waited; // a wait for a CPU comes last, as it wakes
+        if (to - from > tick_ns()) held_up[held_up_count++ % held_up.size()] = {from, to};
+    }
+
     void look() {
         {
             std::lock_guard<std::mutex> lock(adopt_mutex);
@@ -218,8 +249,10 @@ struct PinningDetector::Impl {
                 watched.push_back(std::make_unique<Watched>(std::move(monitor)));
             adopted.clear();
         }
-        for (auto& w : watched)
+        for (auto& w : watched) {
+            awake_after(0); // before it collects an ended turn: a stop just now must be known
             look_at(*w);
+        }
         // Forget carriers that have ended, once everything they reported is out.
         for (auto it = watched.begin(); it != watched.end();) {
             Watched& w = **it;
@@ -275,7 +308,12 @@ struct PinningDetector::Impl {
             const ReadingsAround around = w.readings_around(turn, times.at_ns);
             const TurnShare so_far =
                 share_of_turn(turn, times.at_ns, around.before, around.during, times);
-            if (so_far.pinned_ns + so_far.stolen_ns >= threshold.count()) ask_for_sample(w, turn);
+            // Nor while the turn is long only by a stretch the watchdog was held up: after a
+            // stop every carrier would be signalled, just as they all want a CPU again.
+            const std::int64_t held = held_up_during(turn, times.at_ns);
+            const std::int64_t so_far_pinned = so_far.pinned_ns + so_far.stolen_ns -
+                                               std::max<std::int64_t>(held - so_far.runqueue_ns, 0);
+            if (so_far_pinned >= threshold.count()) ask_for_sample(w, turn);
         }
         if (times.valid) w.remember(times);
     }
@@ -289,11 +327,14 @@ struct PinningDetector::Impl {
         // The handler runs as soon as the carrier thread gets a CPU, usually within
         // microseconds. Waiting for it briefly lets us look the fiber's name up while the fiber
         // most likely still holds the carrier. If it takes longer, later ticks collect it.
+        constexpr auto nap = std::chrono::microseconds(100);
         for (int i = 0; i < 100 && w.sample_pending; ++i) {
             if (w.monitor->collect_sample(w.sample)) {
                 sample_arrived(w);
             } else {
-                std::this_thread::sleep_for(std::chrono::microseconds(100));
+                awake_after(0);
+                std::this_thread::sleep_for(nap);
+                awake_after(std::chrono::nanoseconds(nap).count());
             }
         }
     }
@@ -319,13 +360,13 @@ struct PinningDetector::Impl {
             ++(os_alone ? long_turns_excused : long_turns_stolen);
             return;
         }
-        // Not claimed either: a turn long only by the stretches when the watchdog could not
-        // look. Taken out on top of the OS's share: where both are the same time (a carrier
-        // waiting for a CPU as the machine froze) too much is left out, which only hides a pin
-        // that barely reaches the threshold.
-        const std::int64_t unwatched =
-            time_covered(turn.start_ns, turn.end_ns, late_wakeups.data(), late_wakeups.size());
-        if (share.pinned_ns - unwatched < threshold.count()) {
+        // Not claimed either: a turn long only by the stretches when the watchdog was held up.
+        // They may be the same time as the OS's share (a carrier waiting for a CPU as the
+        // machine froze), so only what they cover beyond that is taken out.
+        const std::int64_t held = held_up_during(turn.start_ns, turn.end_ns);
+        const std::int64_t beyond =
+            std::max<std::int64_t>(held - share.runqueue_ns - share.stolen_ns, 0);
+        if (share.pinned_ns - beyond < threshold.count()) {
             ++long_turns_unwatched;
             return;
         }
@@ -335,6 +376,7 @@ struct PinningDetector::Impl {
         event.duration_ms = (turn.end_ns - turn.start_ns) / 1e6;
         event.runqueue_ms = share.runqueue_ns / 1e6;
         event.stolen_ms = share.stolen_ns / 1e6;
+        event.held_up_ms = held / 1e6;
         event.ready_waiting = turn.ready_waiting;
         found.sampled = w.sample_ok && w.sampled_turn == turn.start_ns;
         event.fiber = found.sampled ? w.fiber_name : fiber_display_name(turn.fiber);
@@ -348,6 +390,11 @@ struct PinningDetector::Impl {
             to_report.push_back(std::move(found));
         }
         report_ready.notify_one();
+    }
+
+    // How much of [start_ns, end_ns] the watchdog was held up.
+    std::int64_t held_up_during(std::int64_t start_ns, std::int64_t end_ns) const {
+        return time_covered(start_ns, end_ns, held_up.data(), held_up.size());
     }
 
     // The reporting thread: names the sampled stacks and reports the events, in the order found.
@@ -473,28 +520,38 @@ PinningDetector::PinningDetector(Options options)
         current = impl_.get();
     }
     observe_carrier_schedulers(monitor_carrier);
-    impl_->reporter = std::thread([impl = impl_.get()] { impl->run_reporter(); });
-    impl_->watchdog = std::thread([impl = impl_.get()] { impl->run(); });
+    try {
+        impl_->reporter = std::thread([impl = impl_.get()] { impl->run_reporter(); });
+        impl_->watchdog = std::thread([impl = impl_.get()] { impl->run(); });
+    } catch (...) { // no thread for it: leave nothing behind
+        impl_->stop();
+        if (impl_->events_file) std::fclose(impl_->events_file);
+        throw;
+    }
 }
 
-PinningDetector::~PinningDetector() {
+void PinningDetector::Impl::stop() {
     observe_carrier_schedulers(nullptr);
     {
         std::lock_guard<std::mutex> lock(current_mutex);
         current = nullptr;
     }
     {
-        std::lock_guard<std::mutex> lock(impl_->stop_mutex);
-        impl_->stopping = true;
+        std::lock_guard<std::mutex> lock(stop_mutex);
+        stopping = true;
     }
-    impl_->stop_requested.notify_all();
-    impl_->watchdog.join();
+    stop_requested.notify_all();
+    if (watchdog.joinable()) watchdog.join();
     {
-        std::lock_guard<std::mutex> lock(impl_->report_mutex);
-        impl_->reporting_done = true;
+        std::lock_guard<std::mutex> lock(report_mutex);
+        reporting_done = true;
     }
-    impl_->report_ready.notify_one();
-    impl_->reporter.join(); // every event found is out
+    report_ready.notify_one();
+    if (reporter.joinable()) reporter.join(); // every event found is out
+}
+
+PinningDetector::~PinningDetector() {
+    impl_->stop();
     const std::string summary = impl_->summary();
     if (impl_->options.print) Impl::write_all(STDERR_FILENO, summary);
     if (impl_->options.on_summary) impl_->options.on_summary(summary);

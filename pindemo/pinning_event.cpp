@@ -39,6 +39,9 @@ std::string to_text(const PinningEvent& event) {
     if (event.stolen_ms >= 1)
         excused += (excused.empty() ? "" : ", ") + fixed1(event.stolen_ms) +
                    " ms of it stolen by the hypervisor";
+    if (event.held_up_ms >= 1)
+        excused += (excused.empty() ? "" : ", ") + fixed1(event.held_up_ms) +
+                   " ms of it with the whole process held up";
     if (!excused.empty()) text += " (" + excused + ")";
     text += "\n";
     text +=
@@ -63,6 +66,7 @@ std::string to_json(const PinningEvent& event) {
     json += ",\"duration_ms\":" + fixed1(event.duration_ms);
     json += ",\"runqueue_ms\":" + fixed1(event.runqueue_ms);
     json += ",\"stolen_ms\":" + fixed1(event.stolen_ms);
+    json += ",\"held_up_ms\":" + fixed1(event.held_up_ms);
     json += ",\"ready_waiting\":" + std::to_string(event.ready_waiting);
     json += ",\"blocked_in\":" + quoted(event.blocked_in);
     json += ",\"called_from\":" + quoted(event.called_from);

@@ -16,6 +16,10 @@ struct PinningEvent {
     // And at least this long the carrier thread sat on a CPU that the hypervisor had taken away
     // (steal time on a virtual machine; turn_share.hpp). Not counted either.
     double stolen_ms = 0;
+    // And at least this long the watchdog itself was held up: the process was stopped or the
+    // machine froze (turn_share.hpp: Stretch). It may be the same time as the two above, so only
+    // what it covers beyond them is not counted.
+    double held_up_ms = 0;
     int ready_waiting = 0;     // fibers ready to run when the carrier was free again
     double sampled_at_ms = -1; // when the stack was sampled, from the start of the turn; -1: never
     std::string blocked_in;    // the innermost function of the sample: clock_nanosleep, poll, ...

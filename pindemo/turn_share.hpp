@@ -85,13 +85,14 @@ struct ReadingsAround {
 ReadingsAround readings_around(std::int64_t start_ns, std::int64_t end_ns,
                                const ThreadTimes* readings, std::size_t count);
 
-// A stretch of the steady clock during which the watchdog should have looked at the carriers but
-// could not: it woke up more than a tick late. Its own work (naming a stack, waiting for a
-// sample) is not one: it sets its next wake-up after that work. What holds an on-time watchdog
-// up holds the whole process, or the whole machine: the process stopped (SIGSTOP, a debugger),
-// the virtual machine frozen by its host, or, for a watchdog without real-time priority, a crowd
-// of runnable threads. A carrier's turn stretched by such a stall is no more the fiber's doing
-// than the OS's run queue is, and no reading can split it: the watchdog was not there to take one.
+// A stretch of the steady clock during which the watchdog was held up: between two of its
+// checkpoints more than a tick passed beyond what it meant to sleep (its tick, a wait for a
+// sample) and beyond its own waits for a CPU (the run queue's, which the carriers' statistics
+// show anyway). What holds up a watchdog that is neither asleep nor waiting for a CPU holds the
+// whole process or the whole machine: the process stopped (SIGSTOP, a debugger), the virtual
+// machine frozen by its host. A carrier's turn stretched by such a stall is no more the fiber's
+// doing than the OS's run queue is, and no reading can split it: the watchdog was not there to
+// take one.
 struct Stretch {
     std::int64_t from_ns = 0;
     std::int64_t to_ns = 0;
