@@ -1,7 +1,8 @@
 #include "recording_detector.hpp"
 
-RecordingDetector::RecordingDetector() {
+RecordingDetector::RecordingDetector(std::chrono::milliseconds threshold) {
     PinningDetector::Options options;
+    options.threshold = threshold;
     options.print = false;
     options.on_event = [this](const PinningEvent& event) {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -8,6 +8,7 @@
 
 #include "pinning_detector.hpp"
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,7 +16,7 @@
 
 class RecordingDetector {
 public:
-    RecordingDetector();
+    explicit RecordingDetector(std::chrono::milliseconds threshold = std::chrono::milliseconds(20));
     // Stops the detector (it reports the turns that have ended) and returns every event.
     std::vector<PinningEvent> stop();
     // After stop(): the line the detector closes with ("pinning detector: 1 event ...").
