@@ -203,7 +203,6 @@ struct PinningDetector::Impl {
             awake_after(0);
         }
         lock.unlock();
-        if (own_schedstat_fd >= 0) ::close(own_schedstat_fd);
         // Final rounds: turns that ended just now, and samples still on their way.
         for (int round = 0; round < 100; ++round) {
             look();
@@ -211,8 +210,12 @@ struct PinningDetector::Impl {
             for (const auto& w : watched)
                 pending = pending || w->sample_pending;
             if (!pending) break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            constexpr auto nap = std::chrono::milliseconds(2);
+            awake_after(0);
+            std::this_thread::sleep_for(nap);
+            awake_after(std::chrono::nanoseconds(nap).count());
         }
+        if (own_schedstat_fd >= 0) ::close(own_schedstat_fd);
     }
 
     std::int64_t tick_ns() const { return std::chrono::nanoseconds(tick).count(); }
