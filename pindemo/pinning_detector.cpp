@@ -42,7 +42,7 @@ bool names_the_wait(const Frame& frame) {
 }
 
 // Puts the calling thread (the watchdog) ahead of every ordinary thread, if the process may: the
-// lowest real-time priority, not passed on to any thread or process it starts. Why: to leave
+// lowest real-time priority, which nothing it might start inherits. Why: to leave
 // out the time the OS kept a carrier waiting for a CPU, the watchdog must read the carrier's
 // statistics while that wait is under way (turn_share.hpp). On a machine crowded with runnable
 // threads, an ordinary watchdog waits in the same queue as the carrier and may first read it
@@ -203,6 +203,7 @@ struct PinningDetector::Impl {
             awake_after(0);
         }
         lock.unlock();
+        awake_after(tick_ns()); // woken by stop(), or at the tick: either is no stall
         // Final rounds: turns that ended just now, and samples still on their way.
         for (int round = 0; round < 100; ++round) {
             look();

@@ -16,7 +16,7 @@ struct PinningEvent {
     // And at least this long the carrier thread sat on a CPU that the hypervisor had taken away
     // (steal time on a virtual machine; turn_share.hpp). Not counted either.
     double stolen_ms = 0;
-    // And at least this long the watchdog itself was held up: the process was stopped or the
+    // And about this long the watchdog itself was held up: the process was stopped or the
     // machine froze (turn_share.hpp: Stretch). It may be the same time as the two above, so only
     // what it covers beyond them is not counted.
     double held_up_ms = 0;

@@ -88,11 +88,12 @@ ReadingsAround readings_around(std::int64_t start_ns, std::int64_t end_ns,
 // A stretch of the steady clock during which the watchdog was held up: between two of its
 // checkpoints more than a tick passed beyond what it meant to sleep (its tick, a wait for a
 // sample) and beyond its own waits for a CPU (the run queue's, which the carriers' statistics
-// show anyway). What holds up a watchdog that is neither asleep nor waiting for a CPU holds the
-// whole process or the whole machine: the process stopped (SIGSTOP, a debugger), the virtual
-// machine frozen by its host. A carrier's turn stretched by such a stall is no more the fiber's
-// doing than the OS's run queue is, and no reading can split it: the watchdog was not there to
-// take one.
+// show anyway). What holds up a watchdog that is neither asleep nor waiting for a CPU almost
+// always holds the whole process or the whole machine: the process stopped (SIGSTOP, a
+// debugger), the virtual machine frozen by its host. (Rarely, a lock it shares with a preempted
+// thread: the memory map's in a page fault, or its queue to the reporting thread.) A carrier's turn
+// stretched by such a stall is no more the fiber's doing than the OS's run queue is, and no reading
+// can split it: the watchdog was not there to take one.
 struct Stretch {
     std::int64_t from_ns = 0;
     std::int64_t to_ns = 0;
