@@ -292,32 +292,30 @@ struct PinningDetector::Impl {
         w.seen_turn = turn;
         // Reading the carrier's times is a /proc read, the watchdog's main cost: once a tick,
         // and only while the carrier is awake. An idle server reads nothing.
+        // In the scheduler's own turn (0) it reads too: the carrier reads the clock for the next
+        // fiber's turn a moment before it publishes it, and if the OS makes it wait in between,
+        // this is the only reading taken inside that turn (readings_around).
         if (turn == 0 && w.monitor->is_parked()) return;
         const ThreadTimes times = w.times();
-        if (turn == 0) {
-            // The scheduler's own turn. Kept anyway: the carrier reads the clock for the next
-            // fiber's turn a moment before it publishes it, and if the OS makes it wait in
-            // between, this is the only reading taken inside that turn (readings_around).
-            if (times.valid) w.remember(times);
-            return;
-        }
-        if (new_turn) {
-            // The turn was published before this reading began, so the reading lies inside it
-            // (readings_around drops it if the turn ended meanwhile).
-            w.seen_turns[w.seen_count++ % w.seen_turns.size()] = {turn, w.last_times(), times};
-        } else if (turn != w.sampled_turn && !w.sample_pending) {
-            // Sample once the turn is long without the time the OS kept the thread waiting.
-            // (Steal is only known as the turn ends: now the carrier may be asleep in the very
-            // call that pins it, which a reading from here cannot tell from steal.)
-            const ReadingsAround around = w.readings_around(turn, times.at_ns);
-            const TurnShare so_far =
-                share_of_turn(turn, times.at_ns, around.before, around.during, times);
-            // Nor while the turn is long only by a stretch the watchdog was held up: after a
-            // stop every carrier would be signalled, just as they all want a CPU again.
-            const std::int64_t held = held_up_during(turn, times.at_ns);
-            const std::int64_t so_far_pinned = so_far.pinned_ns + so_far.stolen_ns -
-                                               std::max<std::int64_t>(held - so_far.runqueue_ns, 0);
-            if (so_far_pinned >= threshold.count()) ask_for_sample(w, turn);
+        if (turn != 0) { // a fiber's turn
+            if (new_turn) {
+                // The turn was published before this reading began, so the reading lies inside it
+                // (readings_around drops it if the turn ended meanwhile).
+                w.seen_turns[w.seen_count++ % w.seen_turns.size()] = {turn, w.last_times(), times};
+            } else if (turn != w.sampled_turn && !w.sample_pending) {
+                // Sample once the turn is long without the time the OS kept the thread waiting.
+                // (Steal is only known as the turn ends: now the carrier may be asleep in the very
+                // call that pins it, which a reading from here cannot tell from steal.)
+                // Nor while the turn is long only by a stretch the watchdog was held up: after a
+                // stop every carrier would be signalled, just as they all want a CPU again.
+                const ReadingsAround around = w.readings_around(turn, times.at_ns);
+                TurnShare so_far =
+                    share_of_turn(turn, times.at_ns, around.before, around.during, times);
+                so_far.pinned_ns += so_far.stolen_ns; // not known yet
+                so_far.stolen_ns = 0;
+                if (fibers_part(so_far, held_up_during(turn, times.at_ns)) >= threshold.count())
+                    ask_for_sample(w, turn);
+            }
         }
         if (times.valid) w.remember(times);
     }
@@ -365,12 +363,8 @@ struct PinningDetector::Impl {
             return;
         }
         // Not claimed either: a turn long only by the stretches when the watchdog was held up.
-        // They may be the same time as the OS's share (a carrier waiting for a CPU as the
-        // machine froze), so only what they cover beyond that is taken out.
         const std::int64_t held = held_up_during(turn.start_ns, turn.end_ns);
-        const std::int64_t beyond =
-            std::max<std::int64_t>(held - share.runqueue_ns - share.stolen_ns, 0);
-        if (share.pinned_ns - beyond < threshold.count()) {
+        if (fibers_part(share, held) < threshold.count()) {
             ++long_turns_unwatched;
             return;
         }

@@ -120,3 +120,8 @@ std::int64_t time_covered(std::int64_t start_ns, std::int64_t end_ns, const Stre
             std::min(end_ns, stretches[i].to_ns) - std::max(start_ns, stretches[i].from_ns), 0);
     return std::min(covered, std::max<std::int64_t>(end_ns - start_ns, 0));
 }
+
+std::int64_t fibers_part(const TurnShare& share, std::int64_t held_ns) {
+    return share.pinned_ns -
+           std::max<std::int64_t>(held_ns - share.runqueue_ns - share.stolen_ns, 0);
+}

@@ -99,6 +99,11 @@ struct Stretch {
     std::int64_t to_ns = 0;
 };
 
+// The fiber's part of a turn: the share's pinned part, less the time `held_ns` the watchdog was
+// held up in it beyond what the run queue's and the steal's shares already cover. (They may be
+// the same time, a carrier waiting for a CPU as the machine froze, so they are not added up.)
+std::int64_t fibers_part(const TurnShare& share, std::int64_t held_ns);
+
 // How much of the turn [start_ns, end_ns] the stretches cover. They do not overlap one another
 // (the watchdog's late wake-ups follow one another); empty ones count nothing.
 std::int64_t time_covered(std::int64_t start_ns, std::int64_t end_ns, const Stretch* stretches,

@@ -177,6 +177,17 @@ TEST_CASE("the time the watchdog itself was held up is measured inside the turn 
     CHECK(time_covered(10 * ms, 70 * ms, late, 0) == 0);
 }
 
+TEST_CASE("time the watchdog was held up comes off only beyond the OS's shares",
+          "[pindemo][turn_share]") {
+    TurnShare share;
+    share.runqueue_ns = 30 * ms;
+    share.stolen_ns = 10 * ms;
+    share.pinned_ns = 160 * ms; // of a 200 ms turn
+    CHECK(fibers_part(share, 0) == 160 * ms);
+    CHECK(fibers_part(share, 25 * ms) == 160 * ms); // may be the same time as those 40 ms
+    CHECK(fibers_part(share, 190 * ms) == 10 * ms); // 150 ms beyond them
+}
+
 TEST_CASE("the kernel facts behind it: a thread that never leaves its CPU runs for as long as "
           "the wall clock says, and one that sleeps is put back on a CPU afterwards",
           "[pindemo][turn_share]") {
