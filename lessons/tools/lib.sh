@@ -1,5 +1,5 @@
 # Shared by the scripts in lessons/tools, demo/ and the lesson checkpoints. Source it; do not run it.
-# It defines: ROOT, BUILD, say, die, need_build.
+# It defines: ROOT, BUILD, say, die, usage_if_asked, need_build, start_server, stop_servers.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # BUILD may be overridden (e.g. BUILD=/tmp/b lessons/tools/setup) to keep several builds side by side.
@@ -7,6 +7,17 @@ BUILD=${BUILD:-$ROOT/build}
 
 say() { printf '\033[1m==>\033[0m %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# usage_if_asked "$@": --help or -h prints the calling script's header comment and exits 0, before
+# the script builds or starts anything (lessons/tools/check-commands reads it to check the texts).
+usage_if_asked() {
+    case ${1:-} in
+    -h | --help)
+        sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    esac
+}
 
 # need_build: install what is missing and build everything (quietly when nothing changed).
 need_build() { "$ROOT/lessons/tools/setup" >&2 || die "setup failed (see the messages above)"; }
