@@ -2,15 +2,16 @@
 // own kept-alive HTTP/1.1 connection, ramping up, holding, then stopping by themselves.
 //
 //   spike --url http://127.0.0.1:8080/work --workers 7000 --ramp 20 --hold 90
-//         --timeout 90 --backoff 2 --out spike.csv
-//         --probe-url http://127.0.0.1:8081/metrics --probe-out probe.csv
+//         --timeout 90 --backoff 2 --out /tmp/spike.csv
+//         --probe-url http://127.0.0.1:8081/metrics --probe-out /tmp/spike-probe.csv
 //
-// Output:
+// Output (by default in <build>/logs, beside the checkpoints' logs, wherever it is run from):
 //   --out        ts,status,latency_ms: one row per attempt (see spike_log.hpp). status is the
 //                HTTP status or a sentinel: -1 response timeout, -2 other transport error,
 //                -3 connect timeout (checked first), -4 still in flight when interrupted.
+//                [default: <build>/logs/spike.csv]
 //   --probe-out  ts,inflight,connections,pool_pending from the server's /metrics once a second
-//                (probe.hpp).
+//                (probe.hpp). [default: <build>/logs/spike-probe.csv]
 //   stderr       progress: a refreshed line each second on a terminal, a plain line every
 //                10 s otherwise.
 //   stdout       a summary line at the end: rows and status mix.
@@ -24,6 +25,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <unistd.h>
 
 namespace {
@@ -41,6 +43,14 @@ int shutdown_signal_within(std::chrono::milliseconds timeout) {
     const timespec wait{0, static_cast<long>(std::chrono::nanoseconds(timeout).count())};
     const int signal = ::sigtimedwait(&set, nullptr, &wait);
     return signal > 0 ? signal : 0;
+}
+
+// <build>/logs for the program at <build>/bin/spike: where a spike run by hand leaves its CSVs,
+// never the directory it was started from (which is often the repository's root).
+std::filesystem::path logs_dir() {
+    std::error_code error;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+    return error ? std::filesystem::current_path() : self.parent_path().parent_path() / "logs";
 }
 
 std::string files_written(const Spike& spike, const SpikeOptions& options) {
@@ -65,13 +75,19 @@ int main(int argc, char** argv) {
         "since the spike began); status is the HTTP status or -1 response timeout, -2 other "
         "transport error, -3 connect timeout, -4 still in flight at Ctrl+C. Durations are "
         "seconds (fractions allowed) or carry a unit (500ms).");
-    add_spike_flags(flags, options);
+    const std::filesystem::path logs = logs_dir();
+    options.out = (logs / "spike.csv").string();
+    const std::string default_probe_out = (logs / "spike-probe.csv").string();
+    add_spike_flags(flags, options, default_probe_out);
     flags.parse(argc, argv);
     if (const std::string error = check_spike_options(options); !error.empty())
         fail("spike", error + " (try --help)", 2);
     if (const std::string error = ensure_file_limit(options.workers); !error.empty())
         fail("spike", error, 2);
-    if (!options.probe_url.empty() && options.probe_out.empty()) options.probe_out = "probe.csv";
+    if (!options.probe_url.empty() && options.probe_out.empty())
+        options.probe_out = default_probe_out;
+    std::error_code ignored; // a directory that cannot be made shows as "cannot write" below
+    std::filesystem::create_directories(logs, ignored);
 
     std::unique_ptr<Spike> spike;
     try {

@@ -28,7 +28,7 @@ std::string check_url(const std::string& flag, const std::string& url) {
 
 } // namespace
 
-void add_spike_flags(Flags& flags, SpikeOptions& options) {
+void add_spike_flags(Flags& flags, SpikeOptions& options, const std::string& default_probe_out) {
     flags.add("url", options.url, "what every worker asks for (http://IPv4:PORT/path)")
         .add("workers", options.workers, "workers, each a fiber with its own kept-alive connection")
         .add("ramp", options.ramp, "worker i starts at ramp * i / workers")
@@ -43,8 +43,9 @@ void add_spike_flags(Flags& flags, SpikeOptions& options) {
              "read http_server_requests_inflight and connector_connections_current from this "
              "Prometheus /metrics URL once a second (none: no probe)")
         .add("probe-out", options.probe_out,
-             "the probe's CSV: ts,inflight,connections,pool_pending [default: probe.csv with "
-             "--probe-url]")
+             "the probe's CSV, with --probe-url: ts,inflight,connections,pool_pending "
+             "[default: " +
+                 default_probe_out + "]")
         .add("carriers", options.carriers, "carrier threads running the workers' fibers");
 }
 

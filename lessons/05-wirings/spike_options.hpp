@@ -25,15 +25,16 @@ struct SpikeOptions {
     // After any answer other than 200 the worker waits this long before its next attempt, so
     // a failing server is not hammered by 7,000 tight loops.
     std::chrono::milliseconds backoff{2000};
-    std::string out = "spike.csv";
-    std::string probe_url; // empty: no probe
-    std::string probe_out; // empty: probe.csv when there is a probe
+    std::string out = "spike.csv"; // the spike program's default is <build>/logs/spike.csv
+    std::string probe_url;         // empty: no probe
+    std::string probe_out;         // empty: probe.csv when there is a probe
     // Carrier threads for the workers' fibers. The spike shares the machine with the server, so
     // it stays small; two keep one busy carrier from delaying every worker's clock.
     int carriers = 2;
 };
 
-void add_spike_flags(Flags& flags, SpikeOptions& options);
+// `default_probe_out`: what --help says --probe-out is when it is left out.
+void add_spike_flags(Flags& flags, SpikeOptions& options, const std::string& default_probe_out);
 
 // What is wrong with `options` ("--workers must be at least 1"), or "" when they make a spike.
 std::string check_spike_options(const SpikeOptions& options);

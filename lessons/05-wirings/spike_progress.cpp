@@ -36,9 +36,10 @@ std::string progress_line(std::chrono::steady_clock::duration elapsed,
     if (elapsed < planned)
         std::snprintf(head, sizeof head, "%.0fs of %.0fs, ETA %.0fs", seconds(elapsed),
                       seconds(planned), std::ceil(seconds(planned - elapsed)));
-    else
-        std::snprintf(head, sizeof head, "%.0fs of %.0fs, finishing", seconds(elapsed),
-                      seconds(planned));
+    else // attempts still in flight may take up to --timeout each
+        std::snprintf(head, sizeof head,
+                      "%.0fs, no new attempt after %.0fs, waiting for the last answers",
+                      seconds(elapsed), seconds(planned));
     std::string line = std::string(head) + " | in flight " + std::to_string(counts.in_flight) +
                        " | " + std::to_string(counts.rows) + " rows (" +
                        status_mix(counts.by_status) + ")";

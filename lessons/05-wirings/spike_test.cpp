@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <netinet/in.h>
@@ -582,7 +583,9 @@ TEST_CASE("the probe samples /metrics once a second and writes -1 for what it ca
 
 // --- Progress ----------------------------------------------------------------------------------
 
-TEST_CASE("the progress line shows time, ETA, in flight and the status mix", "[lesson05][spike]") {
+TEST_CASE("the progress line shows time, ETA, in flight and the status mix; past ramp + hold it "
+          "says it waits for the last answers, not '111s of 110s'",
+          "[lesson05][spike]") {
     SpikeCounts counts;
     counts.rows = 10;
     counts.in_flight = 7;
@@ -594,12 +597,13 @@ TEST_CASE("the progress line shows time, ETA, in flight and the status mix", "[l
     probe.inflight = 200;
     probe.connections = 7000;
     CHECK(progress_line(111s, 110s, counts, probe) ==
-          "111s of 110s, finishing | in flight 7 | 10 rows (200: 5, 503: 2, -1: 1, -3: 2) | "
-          "server: inflight 200, connections 7000");
+          "111s, no new attempt after 110s, waiting for the last answers | in flight 7 | 10 rows "
+          "(200: 5, 503: 2, -1: 1, -3: 2) | server: inflight 200, connections 7000");
     probe.pool_pending = 6790;
     CHECK(progress_line(111s, 110s, counts, probe) ==
-          "111s of 110s, finishing | in flight 7 | 10 rows (200: 5, 503: 2, -1: 1, -3: 2) | "
-          "server: inflight 200, connections 7000, pool pending 6790");
+          "111s, no new attempt after 110s, waiting for the last answers | in flight 7 | 10 rows "
+          "(200: 5, 503: 2, -1: 1, -3: 2) | server: inflight 200, connections 7000, pool pending "
+          "6790");
 }
 
 // --- The program ---------------------------------------------------------------------------------
@@ -620,6 +624,55 @@ TEST_CASE("spike runs its course, prints a summary and exits 0", "[lesson05][spi
     CHECK(output.find(std::to_string(rows.size()) + " rows in " + out +
                       " (200: " + std::to_string(rows.size()) + ")") != std::string::npos);
     CHECK(rows.size() == static_cast<std::size_t>(server.requests()));
+}
+
+// The "[default: PATH]" that `spike --help` gives for `flag`, or "".
+std::string default_of(const std::string& help, const std::string& flag) {
+    const auto line = help.find("  " + flag + " ");
+    if (line == std::string::npos) return "";
+    const auto start = help.find("[default: ", line);
+    if (start == std::string::npos || start > help.find('\n', line)) return "";
+    const auto from = start + std::string("[default: ").size();
+    return help.substr(from, help.find(']', from) - from);
+}
+
+TEST_CASE("run by hand without --out, spike writes its CSVs where --help says, not into the "
+          "current directory",
+          "[lesson05][spike]") {
+    std::string help;
+    REQUIRE(run_program({program(), "--help"}, help) == 0);
+    const std::string out = default_of(help, "--out VALUE");
+    const std::string probe_out = default_of(help, "--probe-out VALUE");
+    STEP("spike --help gives --out [default: " << out << "] and --probe-out [default: " << probe_out
+                                               << "]");
+    REQUIRE(!out.empty());
+    REQUIRE(!probe_out.empty());
+    CHECK(out[0] == '/'); // a place that does not depend on where the reader stands
+    CHECK(probe_out[0] == '/');
+    ::unlink(out.c_str());
+    ::unlink(probe_out.c_str());
+
+    // Run it from an empty directory, as a reader at the repository's root would from there.
+    const std::string here = test_log_dir() + "/spike_test.cwd";
+    std::filesystem::remove_all(here);
+    std::filesystem::create_directories(here);
+    MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 10ms);
+    const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+    std::string output;
+    const int status = run_program({"/usr/bin/env", "-C", here, program(), "--url", url + "/x",
+                                    "--workers", "2", "--ramp", "0", "--hold", "1.2", "--backoff",
+                                    "0", "--probe-url", url + "/metrics"},
+                                   output);
+    STEP("spike run from " << here << " exited " << status << ", said: " << output);
+    CHECK(status == 0);
+    CHECK(std::filesystem::is_empty(here));
+    CHECK(output.find(" rows in " + out + " ") != std::string::npos);
+    CHECK(output.find(" probe samples in " + probe_out + " ") != std::string::npos);
+    CHECK(!read_rows(out).empty());
+    std::ifstream probe(probe_out);
+    std::string header;
+    std::getline(probe, header);
+    CHECK(header == "ts,inflight,connections,pool_pending");
 }
 
 TEST_CASE("Ctrl+C stops spike at once with exit status 130 and the attempts in flight as -4",
