@@ -281,7 +281,8 @@ std::string written(const std::string& name, const std::string& text) {
 
 } // namespace
 
-TEST_CASE("summarize counts goodput by arrival and percentiles by start, in the steady state",
+TEST_CASE("summarize counts goodput by arrival and percentiles by start, in the steady state, and "
+          "says which",
           "[lesson05][summarize]") {
     // Steady state 1 s .. 3 s. Each row: when it started, its status, how long it took.
     const std::string spike =
@@ -311,6 +312,20 @@ TEST_CASE("summarize counts goodput by arrival and percentiles by start, in the 
           "  latency: 200s p50 20.0 ms, p95 200.0 ms (4 started in it); 503s p50 0.5 ms, p95 "
           "0.5 ms (1 started in it)\n"
           "  probe (3 samples): max in flight 7, max open connections 10, max pool pending 3\n");
+
+    // 200s that arrive in the steady state count for goodput even when none started in it (lesson
+    // 06's clients that gave up): the latency part must say "started", or it reads as a
+    // contradiction beside the goodput.
+    const std::string late = written("summarize-late.csv", "ts,status,latency_ms\n"
+                                                           "500,200,1000\n"   // arrives at 1.5 s
+                                                           "600,200,1200\n"   // arrives at 1.8 s
+                                                           "1500,-1,5000\n"); // in it: a timeout
+    REQUIRE(run_program({SUMMARIZE, "--label", "late", "--from", "1", "--to", "3", late}, output) ==
+            0);
+    CHECK(output ==
+          "late: 3 rows (200: 2, -1: 1)\n"
+          "  steady state 1 s .. 3 s: goodput 1.0/s (200s that arrived in it, per second)\n"
+          "  latency: no 200s started in it; no 503s started in it\n");
 
     const std::string broken = written("summarize-broken.csv", "ts,status,latency_ms\n1,abc,2\n");
     CHECK(run_program({SUMMARIZE, broken}, output) == 1);
