@@ -1,6 +1,6 @@
-// A minimal HTTP/1.1 client on fiber-aware sockets: one kept-alive connection, GET requests,
-// Content-Length bodies. Enough for our own load tools (the crowd of lesson 03, the spike driver
-// of lesson 05), which run thousands of these, one per fiber, on a couple of carriers.
+// A minimal HTTP/1.1 client on fiber-aware sockets, the client side of the connector: one
+// kept-alive connection, GET requests, Content-Length bodies. The load tools (crowd, spike) run
+// thousands of these, one per fiber, on a couple of carriers.
 #pragma once
 
 #include "fiber_socket.hpp"
@@ -38,9 +38,8 @@ public:
     HttpResponse get(const std::string& path, Deadline deadline);
 
     // The same two without exceptions: null / false, with `failure` saying why. For fibers whose
-    // failures are routine (the spike driver records thousands). Exceptions work on fibers, but
-    // AddressSanitizer, which cannot see Boost.Context's stack switches, loses track of the
-    // stacks when one is thrown on a fiber and then reports errors that are not there.
+    // failures are routine (the spike records thousands): an exception thrown on a fiber stack is
+    // what AddressSanitizer mistracks (lessons/tools/test says why), so these keep them off it.
     static std::unique_ptr<HttpClientConnection>
     open(const std::string& host, int port, Deadline deadline, HttpClientFailure& failure);
     bool try_get(const std::string& path, Deadline deadline, HttpResponse& response,

@@ -134,10 +134,9 @@ private:
     std::vector<std::unique_ptr<Slot>> slots_;
 
     // Guards everything below, up to the counters. A std::mutex, not a boost::fibers::mutex:
-    // under the platform wiring 200 OS threads take it, and Boost's fiber mutex makes the
-    // threads that wait for it spin on its internal spinlock (perf: 89% of that server's CPU,
-    // and 6% of its goodput). A thread blocked here sleeps in the kernel instead. A fiber that
-    // finds it taken blocks its carrier for the length of a few list operations: microseconds.
+    // OS threads waiting for Boost's fiber mutex spin on its internal spinlock (lesson 05 tells
+    // the story); here a waiting thread sleeps in the kernel, and a fiber that finds it taken
+    // holds its carrier for a few list operations only.
     std::mutex mutex_;
     std::deque<Slot*> free_;     // slots nobody holds: open connections first, empty places last
     std::list<Waiter*> waiters_; // oldest first

@@ -11,6 +11,7 @@
 void add_pool_flags(Flags& flags, PoolOptions& options);
 
 // Creates the pool and opens all its connections, or prints one line and exits 1:
-// "<program>: cannot connect to PostgreSQL: ... (start one with lessons/tools/pg-cluster)".
-// On success prints "pool: 10 connections to ... open, checkout timeout 30s, FIFO".
+// "<program>: cannot connect to PostgreSQL: ... (is PostgreSQL running? lessons/tools/pg-cluster
+// starts one; ...)". On success prints "pool: 10 connections open, checkout timeout 30s, first
+// come, first served" (or "barging").
 std::unique_ptr<PgPool> open_pool_or_exit(const PoolOptions& options, const std::string& program);
