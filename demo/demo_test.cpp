@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
@@ -20,6 +21,8 @@
 #include <unistd.h>
 
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 namespace {
 
@@ -180,6 +183,19 @@ bool eventually_slowly(const std::function<bool()>& condition, std::chrono::seco
     return true;
 }
 
+// A port nobody listens on now (the kernel's pick for port 0; free again once closed).
+int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    ::close(fd);
+    return ntohs(address.sin_port);
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
     std::vector<std::string> lines;
     std::istringstream in(text);
@@ -258,11 +274,99 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
     // something only if the same detector fires on a real pin).
     CHECK(!lines_of(read_file(out + "/pindemo-pinning.jsonl")).empty());
     CHECK(file_size(out + "/comparison.txt") > 0);
-    for (const char* figure : {"latency-platform.png", "latency-vt.png", "latency-vt-gated.png",
-                               "latency-vt-ceiling.png", "latency-combined.png", "probe.png"}) {
+    const std::vector<std::string> figures = {"latency-platform.png", "latency-vt.png",
+                                              "latency-vt-gated.png", "latency-vt-ceiling.png",
+                                              "latency-combined.png", "probe.png"};
+    for (const auto& figure : figures) {
         INFO(figure);
         CHECK(file_size(out + "/" + figure) > 10000);
     }
+
+    // Re-drawing from the folder: the same words from the same CSVs, the figures back, and
+    // nothing run (no database, no server, the CSVs untouched).
+    const std::string comparison = read_file(out + "/comparison.txt");
+    const long csv_size = file_size(out + "/vt.csv");
+    for (const auto& figure : figures)
+        ::unlink((out + "/" + figure).c_str());
+    ::unlink((out + "/comparison.txt").c_str());
+    ::unlink((out + "/SUMMARY.txt").c_str());
+    const auto redraw_started = Clock::now();
+    const int redraw_status = run_program({demo_run, "--redraw", "--out", out}, output, 120s);
+    STEP("demo/run --redraw --out " << out << " exited " << redraw_status << " after "
+                                    << seconds_since(redraw_started) << " s: " << output);
+    CHECK(redraw_status == 0);
+    CHECK(output.find("PostgreSQL") == std::string::npos);
+    CHECK(output.find("spike") == std::string::npos);
+    CHECK(read_file(out + "/comparison.txt") == comparison);
+    CHECK(read_file(out + "/SUMMARY.txt") == summary);
+    CHECK(file_size(out + "/vt.csv") == csv_size);
+    for (const auto& figure : figures) {
+        INFO(figure);
+        CHECK(file_size(out + "/" + figure) > 10000);
+    }
+}
+
+TEST_CASE("demo/run --only vt --db runs one profile's spike on a database the user started, "
+          "whose live server answers on the management port it was given",
+          "[demo]") {
+    use_this_build();
+    const std::string pg_dir = test_log_dir() + "/demo-only-pg";
+    std::string output;
+    const std::string pg_cluster = std::string(SOURCE_DIR) + "/lessons/tools/pg-cluster";
+    REQUIRE(run_program({pg_cluster, "start", pg_dir, "--port", "auto", "--replace", "--stop-with",
+                         std::to_string(::getpid())},
+                        output, 120s) == 0);
+    const std::string conninfo = output.substr(0, output.find('\n'));
+    STEP("the user's database: " << conninfo);
+    struct StopCluster {
+        std::string command, dir;
+        ~StopCluster() {
+            std::string ignored;
+            run_program({command, "stop", dir}, ignored, 60s);
+        }
+    } stop_cluster{pg_cluster, pg_dir};
+
+    const int management = free_port();
+    const std::string out = test_log_dir() + "/demo-only";
+    DemoProcess demo({demo_run, "--only", "vt", "--db", conninfo, "--management-port",
+                      std::to_string(management), "--no-build", "--out", out},
+                     test_log_dir() + "/demo-only.out");
+    STEP("demo/run --only vt --management-port " << management << " started");
+
+    // While the spike runs, the server answers on the management port the demo was given.
+    Answer metrics;
+    const bool live = eventually_slowly(
+        [&] {
+            metrics = management_get(management, "/metrics");
+            return metrics.status == 200 &&
+                   metrics.body.find("pool_connections_pending ") != std::string::npos &&
+                   file_size(out + "/vt.csv") > 0;
+        },
+        120s);
+    const Answer health = management_get(management, "/health");
+    STEP("live server: /metrics " << metrics.status << ", /health " << health.status << " "
+                                  << health.body << "; the demo said: " << demo.log());
+    CHECK(live);
+    CHECK(health.status == 200);
+    CHECK(health.body.find("\"database\":\"UP\"") != std::string::npos);
+
+    const bool ended = demo.wait(300s);
+    STEP("the demo " << (ended ? "ended" : "is still running") << " with status " << demo.status()
+                     << "; it said: " << demo.log());
+    REQUIRE(ended);
+    CHECK(demo.status() == 0);
+    CHECK(file_size(out + "/vt.csv") > 1000);
+    CHECK(file_size(out + "/vt-probe.csv") > 0);
+    CHECK(file_size(out + "/latency-vt.png") > 10000);
+    CHECK(file_size(out + "/platform.csv") == -1); // only what was asked for
+    CHECK(file_size(out + "/vt-gated.csv") == -1);
+    const auto summary = lines_of(read_file(out + "/SUMMARY.txt"));
+    REQUIRE(summary.size() == 2);
+    CHECK(summary[0].rfind("pgbench: ", 0) == 0);
+    CHECK(summary[1].rfind("vt: ", 0) == 0);
+    // The database is the user's: the demo leaves it running.
+    CHECK(run_program({"/usr/lib/postgresql/15/bin/pg_isready", "-q", "-d", conninfo}, output) ==
+          0);
 }
 
 TEST_CASE("Ctrl+C part way through the demo stops the servers, the spike and PostgreSQL, and keeps "
@@ -356,10 +460,23 @@ TEST_CASE("Ctrl+C part way through the demo stops the servers, the spike and Pos
 }
 
 TEST_CASE("a bad flag is one line and exit status 2", "[demo]") {
-    std::string output;
-    const int status = run_program({demo_run, "--fast"}, output);
-    STEP("demo/run --fast exited " << status << ": " << output);
-    CHECK(status == 2);
-    CHECK(output == "demo/run: unknown argument '--fast' (usage: demo/run [--quick|--full] "
-                    "[--out DIR] [--no-build])\n");
+    const std::string usage = " (usage: demo/run [--quick|--full] [--only RUNS] [--db CONNINFO] "
+                              "[--management-port PORT] [--out DIR] [--no-build] | demo/run "
+                              "--redraw [--out DIR])\n";
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--fast"}, "unknown argument '--fast'"},
+        {{"--only", "vt,gated"},
+         "--only: no run named 'gated' (platform, vt, vt-gated, vt-ceiling)"},
+        {{"--redraw", "--out", "/nonexistent"},
+         "--redraw: no results in /nonexistent (no run.env)"},
+    };
+    for (const auto& [args, message] : cases) {
+        std::vector<std::string> argv{demo_run};
+        argv.insert(argv.end(), args.begin(), args.end());
+        std::string output;
+        const int status = run_program(argv, output);
+        STEP("demo/run " << args[0] << " ... exited " << status << ": " << output);
+        CHECK(status == 2);
+        CHECK(output == "demo/run: " + message + usage);
+    }
 }

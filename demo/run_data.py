@@ -30,7 +30,7 @@ def fail(message):
 
 
 class Settings:
-    """DIR/run.env: key=value lines; numbers become floats, `mode` stays a word."""
+    """DIR/run.env: key=value lines; numbers become floats, `mode` and `runs` stay words."""
 
     def __init__(self, out):
         self.out = pathlib.Path(out)
@@ -42,7 +42,7 @@ class Settings:
         values = {}
         for line in lines:
             key, _, value = line.partition("=")
-            values[key] = value if key == "mode" else float(value)
+            values[key] = value if key in ("mode", "runs") else float(value)
         self.__dict__.update(values)
 
     def workers_of(self, run):

@@ -6,7 +6,8 @@
 #       Prints the pool's ceiling as pgbench measures it on $PG_CONNINFO, and keeps the figure
 #       in POOL_CEILING (queries/s) for the demo's report.
 #   spike_server NAME PROGRAM ARGS...
-#       Starts the server (start_server, with --port 0 --management-port 0 added), runs the
+#       Starts the server (start_server, with --port 0 --management-port $MANAGEMENT_PORT added:
+#       0, a free port, unless set), runs the
 #       spike against its GET /work with the probe on its /metrics, prints the summary
 #       (summarize) and the server's CPU time, and stops the server. Writes $SPIKE_OUT/NAME.csv,
 #       NAME-probe.csv and NAME.log.
@@ -44,7 +45,7 @@ spike_server() {
     local name=$1
     shift
     mkdir -p "$SPIKE_OUT"
-    LOGS=$SPIKE_OUT start_server "$name" "$@" --port 0 --management-port 0
+    LOGS=$SPIKE_OUT start_server "$name" "$@" --port 0 --management-port "${MANAGEMENT_PORT:-0}"
     local management
     management=$(grep -o -m1 'management on [0-9.]*:[0-9]*' "$SPIKE_OUT/$name.log" | sed 's/.*on //')
     [ -n "$management" ] || die "$name did not say where its management port is ($SPIKE_OUT/$name.log)"

@@ -19,8 +19,9 @@ usage_if_asked() {
     esac
 }
 
-# need_build: install what is missing and build everything (quietly when nothing changed).
-need_build() { "$ROOT/lessons/tools/setup" >&2 || die "setup failed (see the messages above)"; }
+# need_build [TARGET...]: install what is missing and build these programs (default: everything),
+# quietly when nothing changed.
+need_build() { "$ROOT/lessons/tools/setup" "$@" >&2 || die "setup failed (see the messages above)"; }
 
 # start_server NAME PROGRAM ARGS...
 # Starts a lesson server in the background with its output in $LOGS/NAME.log, waits until it prints
