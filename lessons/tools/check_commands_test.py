@@ -112,7 +112,8 @@ class Snags(unittest.TestCase):
             $ echo hi
             lesson01 --no-such-flag
             ```
-            Usage: `demo/run [--quick|--full]`; the word `spike` alone.
+            Usage: `demo/run [--quick|--full]`, `build/bin/lesson01 ["test name"]`; the word
+            `spike` alone; `// ---- do not change ...`; `... request timed out after 30000ms`.
             """)
 
 
