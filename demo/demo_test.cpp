@@ -3,7 +3,8 @@
 // Then Ctrl+C part way through a second run must stop every process the demo started and keep
 // the rows written so far. The bounds check shapes that the queueing math fixes (who is in
 // flight, where the queue is, which statuses appear), not figures a busy machine can shift.
-#include "wired_test_support.hpp"
+#include "spike_shape.hpp"
+#include "test_support.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -337,13 +338,13 @@ TEST_CASE("demo/run --only vt --db runs one profile's spike on a database the us
     Answer metrics;
     const bool live = eventually_slowly(
         [&] {
-            metrics = management_get(management, "/metrics");
+            metrics = http_get(management, "/metrics");
             return metrics.status == 200 &&
                    metrics.body.find("pool_connections_pending ") != std::string::npos &&
                    file_size(out + "/vt.csv") > 0;
         },
         120s);
-    const Answer health = management_get(management, "/health");
+    const Answer health = http_get(management, "/health");
     STEP("live server: /metrics " << metrics.status << ", /health " << health.status << " "
                                   << health.body << "; the demo said: " << demo.log());
     CHECK(live);

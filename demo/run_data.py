@@ -1,6 +1,7 @@
 """What demo/report and demo/figures share: a results folder's settings (run.env, written by
-demo/run), its runs' CSVs read through lesson 05's `summarize` (whose definitions of goodput, steady
-state and percentiles are the demo's too), and the shape the queueing math predicts.
+demo/run), its runs' CSVs read through the spike tool's `summarize` (lessons/tools/spike/summarize,
+whose definitions of goodput, steady state and percentiles are the demo's too), and the shape the
+queueing math predicts.
 """
 import importlib.machinery
 import importlib.util
@@ -13,8 +14,8 @@ PROFILES = ["platform", "vt", "vt-gated"]
 
 
 def _load_summarize():
-    path = ROOT / "lessons" / "05-wirings" / "summarize"
-    sys.dont_write_bytecode = True  # no __pycache__ beside a lesson's script
+    path = ROOT / "lessons" / "tools" / "spike" / "summarize"
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     loader = importlib.machinery.SourceFileLoader("summarize", str(path))
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader("summarize", loader))
     loader.exec_module(module)

@@ -64,12 +64,12 @@ TEST_CASE("/health says UP with the database, then 503 DOWN once it stops", "[le
     ServerProcess server(lesson05, with(scaled, {"--db", database.conninfo()}), "lesson05-health");
     const int management = management_port_of(server);
     STEP("lesson05 on port " << server.port() << ", management " << management);
-    Answer health = management_get(management, "/health");
+    Answer health = http_get(management, "/health");
     CHECK(health.status == 200);
     CHECK(health.body == "{\"status\":\"UP\",\"app\":\"UP\",\"database\":\"UP\"}\n");
     database.stop();
     STEP("PostgreSQL stopped");
-    health = management_get(management, "/health");
+    health = http_get(management, "/health");
     CHECK(health.status == 503);
     CHECK(health.body.rfind("{\"status\":\"DOWN\",\"app\":\"UP\",\"database\":\"DOWN\",", 0) == 0);
 }
@@ -79,7 +79,7 @@ TEST_CASE("/metrics has what the probe and the demo read, in both profiles", "[l
         ServerProcess server(lesson05,
                              with(scaled, {"--db", test_conninfo(), "--profile", profile}),
                              "lesson05-metrics-" + profile);
-        const Answer metrics = management_get(management_port_of(server), "/metrics");
+        const Answer metrics = http_get(management_port_of(server), "/metrics");
         STEP(profile << ": /metrics answered " << metrics.status);
         REQUIRE(metrics.status == 200);
         for (const std::string name :
@@ -145,7 +145,7 @@ TEST_CASE("with --detect-pinning /metrics counts pinning events, and vt's /work 
     int ok = 0;
     for (const auto& result : results)
         ok += result.status == 200 ? 1 : 0;
-    const Answer metrics = management_get(management_port_of(server), "/metrics");
+    const Answer metrics = http_get(management_port_of(server), "/metrics");
     STEP(ok << " of 50 answered 200; log " << server.log_path());
     CHECK(ok == 50);
     CHECK(metrics.body.find("# TYPE pinning_events_total counter\n") != std::string::npos);

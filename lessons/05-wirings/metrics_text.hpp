@@ -1,5 +1,5 @@
 // The body of GET /metrics: Prometheus's text exposition format (version 0.0.4), which
-// Prometheus, Grafana agents and our own probe (probe.hpp) read.
+// Prometheus, Grafana agents and the spike's probe (lessons/tools/spike/probe.hpp) read.
 //
 //   # HELP pool_connections_pending Borrowers waiting for a database connection.
 //   # TYPE pool_connections_pending gauge

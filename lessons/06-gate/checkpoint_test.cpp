@@ -84,7 +84,7 @@ TEST_CASE("a rejection is mapped to 503; with --bad-unmapped-rejection it surfac
                 CHECK(result.body.empty());
             }
         }
-        const Answer metrics = management_get(management_port_of(server), "/metrics");
+        const Answer metrics = http_get(management_port_of(server), "/metrics");
         CHECK(metrics.body.find("\ngate_rejections_total 5\n") != std::string::npos);
         CHECK(metrics.body.find("\npool_connections_active 0\n") != std::string::npos);
     }

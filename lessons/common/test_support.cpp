@@ -110,6 +110,14 @@ std::string json_field(const std::string& json, const std::string& name) {
     return json.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
 }
 
+Answer http_get(int port, const std::string& path) {
+    httplib::Client client("127.0.0.1", port);
+    client.set_read_timeout(10, 0);
+    const auto response = client.Get(path.c_str());
+    if (!response) return {};
+    return {response->status, response->body};
+}
+
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }

@@ -111,5 +111,13 @@ std::vector<TimedGet> concurrent_get(int port, const std::string& path, int coun
 // is "2". Enough for the lesson servers' one-line answers; "" when the field is missing.
 std::string json_field(const std::string& json, const std::string& name);
 
+// One GET on 127.0.0.1:port, waiting up to 10 s for the answer: its status and body (status 0
+// when no answer came).
+struct Answer {
+    int status = 0;
+    std::string body;
+};
+Answer http_get(int port, const std::string& path);
+
 // Seconds since `start`, for the story of a test.
 double seconds_since(std::chrono::steady_clock::time_point start);

@@ -291,7 +291,7 @@ std::string program() {
 // --- Schedule and bookkeeping ------------------------------------------------------------------
 
 TEST_CASE("worker offsets spread the workers evenly over the ramp, the same every time",
-          "[lesson05][spike]") {
+          "[spike]") {
     CHECK(worker_offset(0, 4, 2000ms) == 0ms);
     CHECK(worker_offset(1, 4, 2000ms) == 500ms);
     CHECK(worker_offset(3, 4, 2000ms) == 1500ms);
@@ -299,7 +299,7 @@ TEST_CASE("worker offsets spread the workers evenly over the ramp, the same ever
     CHECK(worker_offset(5, 10, 0ms) == 0ms);
 }
 
-TEST_CASE("every worker's first attempt starts at its offset, in every run", "[lesson05][spike]") {
+TEST_CASE("every worker's first attempt starts at its offset, in every run", "[spike]") {
     // Each answer takes longer than ramp + hold, so every worker makes exactly one attempt and
     // its row's ts is when that worker started.
     MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 2200ms);
@@ -319,7 +319,7 @@ TEST_CASE("every worker's first attempt starts at its offset, in every run", "[l
 }
 
 TEST_CASE("every attempt gets exactly one row, and a kept-alive connection serves them all",
-          "[lesson05][spike]") {
+          "[spike]") {
     MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 10ms);
     STEP("3 workers, ramp 0.3 s, hold 1 s, against a server answering 200 after 10 ms");
     SpikeCounts counts;
@@ -336,7 +336,7 @@ TEST_CASE("every attempt gets exactly one row, and a kept-alive connection serve
     CHECK(lines_of(options.out).size() == rows.size() + 1); // the header, then the rows
 }
 
-TEST_CASE("a worker reconnects when the server closes the connection", "[lesson05][spike]") {
+TEST_CASE("a worker reconnects when the server closes the connection", "[spike]") {
     MisbehavingServer server(MisbehavingServer::Mode::answer_close, 200);
     STEP("1 worker, hold 0.5 s, every answer says Connection: close");
     const auto rows = run(short_spike("reconnect", server.port(), 1, 0ms, 500ms));
@@ -348,8 +348,7 @@ TEST_CASE("a worker reconnects when the server closes the connection", "[lesson0
 
 // --- Every sentinel -----------------------------------------------------------------------------
 
-TEST_CASE("a response slower than --timeout is recorded as -1 at the timeout",
-          "[lesson05][spike]") {
+TEST_CASE("a response slower than --timeout is recorded as -1 at the timeout", "[spike]") {
     MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 10000ms);
     auto options = short_spike("slow", server.port(), 2, 0ms, 800ms);
     options.timeout = 500ms;
@@ -365,7 +364,7 @@ TEST_CASE("a response slower than --timeout is recorded as -1 at the timeout",
     }
 }
 
-TEST_CASE("a connection reset mid-request is recorded as -2", "[lesson05][spike]") {
+TEST_CASE("a connection reset mid-request is recorded as -2", "[spike]") {
     MisbehavingServer server(MisbehavingServer::Mode::reset);
     STEP("2 workers, hold 0.5 s; the server reads each request and resets the connection");
     auto options = short_spike("reset", server.port(), 2, 0ms, 500ms);
@@ -376,7 +375,7 @@ TEST_CASE("a connection reset mid-request is recorded as -2", "[lesson05][spike]
     CHECK(rows.size() == static_cast<std::size_t>(server.requests()));
 }
 
-TEST_CASE("a refused connect is recorded as -2", "[lesson05][spike]") {
+TEST_CASE("a refused connect is recorded as -2", "[spike]") {
     RefusingPort nothing;
     STEP("1 worker, hold 0.5 s, backoff 0.1 s, against port " << nothing.port
                                                               << " where nothing listens");
@@ -388,8 +387,7 @@ TEST_CASE("a refused connect is recorded as -2", "[lesson05][spike]") {
     CHECK(rows.front().latency_ms < 1000); // refused at once, not after a timeout
 }
 
-TEST_CASE("a connect that hangs is recorded as -3, even when --timeout passes too",
-          "[lesson05][spike]") {
+TEST_CASE("a connect that hangs is recorded as -3, even when --timeout passes too", "[spike]") {
     FullBacklog hanging;
     SECTION("the connect timeout is the shorter one") {
         auto options = short_spike("hang", hanging.port, 2, 0ms, 300ms);
@@ -422,7 +420,7 @@ TEST_CASE("a connect that hangs is recorded as -3, even when --timeout passes to
 }
 
 TEST_CASE("after an answer other than 200 a worker waits the backoff but after 200 it does not",
-          "[lesson05][spike]") {
+          "[spike]") {
     SECTION("503: one attempt per backoff") {
         MisbehavingServer server(MisbehavingServer::Mode::answer, 503);
         auto options = short_spike("backoff", server.port(), 1, 0ms, 1300ms);
@@ -450,7 +448,7 @@ TEST_CASE("after an answer other than 200 a worker waits the backoff but after 2
     }
 }
 
-TEST_CASE("a server crash mid-spike shows as -2 rows, not as a hole", "[lesson05][spike]") {
+TEST_CASE("a server crash mid-spike shows as -2 rows, not as a hole", "[spike]") {
     MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 300ms);
     auto options = short_spike("crash", server.port(), 4, 0ms, 2000ms);
     options.backoff = 200ms;
@@ -476,7 +474,7 @@ TEST_CASE("a server crash mid-spike shows as -2 rows, not as a hole", "[lesson05
     CHECK(rows.back().status == -2);
 }
 
-TEST_CASE("an interrupted spike records the attempts in flight as -4", "[lesson05][spike]") {
+TEST_CASE("an interrupted spike records the attempts in flight as -4", "[spike]") {
     MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 10000ms);
     auto options = short_spike("interrupt", server.port(), 3, 0ms, 30000ms);
     options.timeout = 3s; // bounds how long the destructor waits for the abandoned attempts
@@ -495,7 +493,7 @@ TEST_CASE("an interrupted spike records the attempts in flight as -4", "[lesson0
 
 // --- The probe ---------------------------------------------------------------------------------
 
-TEST_CASE("metric values are read from Prometheus text", "[lesson05][probe]") {
+TEST_CASE("metric values are read from Prometheus text", "[probe]") {
     const std::string text = "# HELP http_server_requests_inflight Requests inside the app.\n"
                              "# TYPE http_server_requests_inflight gauge\n"
                              "http_server_requests_inflight 200\n"
@@ -512,7 +510,7 @@ TEST_CASE("metric values are read from Prometheus text", "[lesson05][probe]") {
 }
 
 TEST_CASE("the probe samples /metrics once a second and writes -1 for what it cannot read",
-          "[lesson05][probe]") {
+          "[probe]") {
     std::atomic<int> mode{0}; // 0: all metrics, 1: inflight missing, 2: answers 500
     httplib::Server metrics;
     metrics.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
@@ -585,7 +583,7 @@ TEST_CASE("the probe samples /metrics once a second and writes -1 for what it ca
 
 TEST_CASE("the progress line shows time, ETA, in flight and the status mix; past ramp + hold it "
           "says it waits for the last answers, not '111s of 110s'",
-          "[lesson05][spike]") {
+          "[spike]") {
     SpikeCounts counts;
     counts.rows = 10;
     counts.in_flight = 7;
@@ -608,7 +606,7 @@ TEST_CASE("the progress line shows time, ETA, in flight and the status mix; past
 
 // --- The program ---------------------------------------------------------------------------------
 
-TEST_CASE("spike runs its course, prints a summary and exits 0", "[lesson05][spike]") {
+TEST_CASE("spike runs its course, prints a summary and exits 0", "[spike]") {
     MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 50ms);
     const std::string out = csv_path("program");
     std::string output;
@@ -638,7 +636,7 @@ std::string default_of(const std::string& help, const std::string& flag) {
 
 TEST_CASE("run by hand without --out, spike writes its CSVs where --help says, not into the "
           "current directory",
-          "[lesson05][spike]") {
+          "[spike]") {
     std::string help;
     REQUIRE(run_program({program(), "--help"}, help) == 0);
     const std::string out = default_of(help, "--out VALUE");
@@ -676,7 +674,7 @@ TEST_CASE("run by hand without --out, spike writes its CSVs where --help says, n
 }
 
 TEST_CASE("Ctrl+C stops spike at once with exit status 130 and the attempts in flight as -4",
-          "[lesson05][spike]") {
+          "[spike]") {
     MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 30000ms);
     const std::string out = csv_path("ctrl-c");
     std::string output;
@@ -697,7 +695,7 @@ TEST_CASE("Ctrl+C stops spike at once with exit status 130 and the attempts in f
     CHECK(count_status(rows, -4) == 3);
 }
 
-TEST_CASE("a bad flag is one line and exit status 2", "[lesson05][spike]") {
+TEST_CASE("a bad flag is one line and exit status 2", "[spike]") {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--wokers", "3"}, "unknown flag '--wokers'"},
         {{"--workers", "0"}, "--workers must be at least 1"},

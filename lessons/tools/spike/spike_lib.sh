@@ -7,10 +7,9 @@
 #       in POOL_CEILING (queries/s) for the demo's report.
 #   spike_server NAME PROGRAM ARGS...
 #       Starts the server (start_server, with --port 0 --management-port $MANAGEMENT_PORT added:
-#       0, a free port, unless set), runs the
-#       spike against its GET /work with the probe on its /metrics, prints the summary
-#       (summarize) and the server's CPU time, and stops the server. Writes $SPIKE_OUT/NAME.csv,
-#       NAME-probe.csv and NAME.log.
+#       0, a free port, unless set), runs the spike against its GET /work with the probe on its
+#       /metrics, prints the summary (summarize) and the server's CPU time, and stops the
+#       server. Writes $SPIKE_OUT/NAME.csv, NAME-probe.csv and NAME.log.
 #
 # The spike's shape comes from the environment; the defaults are the lessons' scaled-down spike:
 #   WORKERS=2000 RAMP=2 HOLD=8 TIMEOUT=30 BACKOFF=2  (seconds)
@@ -23,7 +22,6 @@ TIMEOUT=${TIMEOUT:-30}
 BACKOFF=${BACKOFF:-2}
 STEADY_FROM=${STEADY_FROM:-5}
 SPIKE_OUT=${SPIKE_OUT:-$LOGS}
-WIRINGS_DIR=$ROOT/lessons/05-wirings
 
 # pool_ceiling: prints what ten connections running the query back to back achieve here
 # (pgbench, 5 s): the ceiling every goodput compares with.
@@ -57,7 +55,7 @@ spike_server() {
     local cpu
     cpu=$(cpu_seconds "$SERVER_PID")
     stop_servers
-    "$WIRINGS_DIR/summarize" --label "$name" --from "$STEADY_FROM" \
+    "$ROOT/lessons/tools/spike/summarize" --label "$name" --from "$STEADY_FROM" \
         --to "$(awk -v r="$RAMP" -v h="$HOLD" 'BEGIN { print r + h }')" \
         "$SPIKE_OUT/$name.csv" "$SPIKE_OUT/$name-probe.csv"
     echo "  server CPU: $cpu s"
