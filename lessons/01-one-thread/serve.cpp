@@ -2,6 +2,8 @@
 
 #include "process.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <sys/socket.h>
 #include <thread>
 
@@ -43,8 +45,16 @@ void serve_until_shutdown(httplib::Server& server, const std::string& program, i
     announce_listening(host, bound);
 
     // listen_after_bind() runs the accept loop until stop(); the main thread waits for a signal.
-    std::thread accept_loop([&server] { server.listen_after_bind(); });
+    std::atomic<bool> finished{false};
+    std::thread accept_loop([&server, &finished] {
+        server.listen_after_bind();
+        finished = true;
+    });
     wait_for_shutdown_signal();
-    server.stop();
+    // stop() does nothing until the loop has started, and a signal may come first: repeat it.
+    while (!finished) {
+        server.stop();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     accept_loop.join();
 }
