@@ -2,7 +2,7 @@
 
 #include "process.hpp"
 
-#include <string>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 namespace {
@@ -20,11 +20,12 @@ void add_benchmark_routes(httplib::Server& server, const BenchmarkWait& wait, bo
     server.Get("/benchmark", [&wait, on_fiber, duration](const httplib::Request&,
                                                          httplib::Response& res) {
         wait.sleep(duration);
-        // Every value here is plain ASCII without quotes, so no JSON escaping is needed.
-        res.set_content(std::string("{\"message\":\"slept with ") + wait.name + "\",\"sleep_ms\":" +
-                            std::to_string(duration.count()) + ",\"thread\":\"" + thread_label() +
-                            "\",\"fiber\":" + (on_fiber && on_fiber() ? "true" : "false") + "}\n",
-                        "application/json");
+        // ordered_json keeps the fields in the order written, the order the lesson texts show.
+        const nlohmann::ordered_json answer = {{"message", std::string("slept with ") + wait.name},
+                                               {"sleep_ms", duration.count()},
+                                               {"thread", thread_label()},
+                                               {"fiber", on_fiber && on_fiber()}};
+        res.set_content(answer.dump() + "\n", "application/json");
     });
     server.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
         res.set_content("hello\n", "text/plain");

@@ -2,6 +2,7 @@
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <set>
@@ -12,7 +13,7 @@ const std::string lesson02 = BIN_DIR "/lesson02";
 struct Outcome {
     double slowest = 0;
     std::set<std::string> threads;
-    std::set<std::string> fiber_flags;
+    std::set<bool> fiber_flags;
 };
 
 Outcome ten_concurrent_benchmarks(int port) {
@@ -21,8 +22,9 @@ Outcome ten_concurrent_benchmarks(int port) {
         INFO("response: " << result.status << " after " << result.seconds << " s: " << result.body);
         REQUIRE(result.status == 200);
         outcome.slowest = std::max(outcome.slowest, result.seconds);
-        outcome.threads.insert(json_field(result.body, "thread"));
-        outcome.fiber_flags.insert(json_field(result.body, "fiber"));
+        const auto answer = nlohmann::json::parse(result.body);
+        outcome.threads.insert(answer.at("thread").get<std::string>());
+        outcome.fiber_flags.insert(answer.at("fiber").get<bool>());
     }
     return outcome;
 }
@@ -39,7 +41,7 @@ TEST_CASE("ten concurrent one-second requests take one second on fibers of one c
     CHECK(outcome.slowest < 2.0);
     CHECK(outcome.threads.size() == 1);
     CHECK(outcome.threads.begin()->rfind("carrier-0#", 0) == 0);
-    CHECK(outcome.fiber_flags == std::set<std::string>{"true"});
+    CHECK(outcome.fiber_flags == std::set<bool>{true});
 }
 
 TEST_CASE("a blocking sleep inside a fiber pins the carrier: ten seconds again", "[lesson02]") {
@@ -49,7 +51,7 @@ TEST_CASE("a blocking sleep inside a fiber pins the carrier: ten seconds again",
     STEP("10 concurrent GET /benchmark answered; the slowest after " << outcome.slowest << " s");
     // Each std::this_thread::sleep_for holds the only carrier for a full second.
     CHECK(outcome.slowest >= 9.0);
-    CHECK(outcome.fiber_flags == std::set<std::string>{"true"});
+    CHECK(outcome.fiber_flags == std::set<bool>{true});
 }
 
 TEST_CASE("cpp-httplib's blocking keep-alive wait inside a fiber pins the carrier", "[lesson02]") {

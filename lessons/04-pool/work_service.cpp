@@ -2,7 +2,8 @@
 
 #include "process.hpp"
 
-#include <cstdio>
+#include <cmath>
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -14,6 +15,11 @@ constexpr std::chrono::milliseconds query_timeout{10000};
 
 double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Milliseconds to the microsecond: the digits beyond are clock noise, not information.
+double to_microsecond(double ms) {
+    return std::round(ms * 1000) / 1000;
 }
 
 } // namespace
@@ -35,13 +41,12 @@ void add_work_route(httplib::Server& server, WorkCall work) {
         std::string failure;
         try {
             const WorkResult result = work();
-            char json[200];
-            std::snprintf(json, sizeof json,
-                          "{\"checkout_ms\":%.3f,\"query_ms\":%.3f,\"backend_pid\":%d,"
-                          "\"thread\":\"%s\"}\n",
-                          result.checkout_ms, result.query_ms, result.backend_pid,
-                          thread_label().c_str());
-            res.set_content(json, "application/json");
+            const nlohmann::ordered_json answer = {
+                {"checkout_ms", to_microsecond(result.checkout_ms)},
+                {"query_ms", to_microsecond(result.query_ms)},
+                {"backend_pid", result.backend_pid},
+                {"thread", thread_label()}};
+            res.set_content(answer.dump() + "\n", "application/json");
             return;
         } catch (const PoolTimeout& e) {
             failure = e.what();

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <libpq-fe.h>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <thread>
@@ -35,12 +36,12 @@ ManagementServer::ManagementServer(std::string host, int port, DatabaseCheck dat
         std::string why;
         const bool database_up = !database_ || database_(why);
         // The app answers: it is up. The whole is up only when the database is too.
-        std::string body = std::string("{\"status\":\"") + (database_up ? "UP" : "DOWN") +
-                           "\",\"app\":\"UP\",\"database\":\"" + (database_up ? "UP" : "DOWN") +
-                           "\"";
-        if (!database_up) body += ",\"database_error\":\"" + why + "\"";
+        nlohmann::ordered_json health = {{"status", database_up ? "UP" : "DOWN"},
+                                         {"app", "UP"},
+                                         {"database", database_up ? "UP" : "DOWN"}};
+        if (!database_up) health["database_error"] = why;
         res.status = database_up ? 200 : 503;
-        res.set_content(body + "}\n", "application/json");
+        res.set_content(health.dump() + "\n", "application/json");
     });
 }
 

@@ -3,9 +3,10 @@
 // touch the carriers, the platform executor's queue or the database pool's queue, so it
 // answers within milliseconds however overloaded the application is: exactly when it matters.
 //
-//   GET /health   200 {"status":"UP","database":"UP"} or 503 with "DOWN" and why. The database
-//                 check opens a connection of its own (PQping), never one from the pool: a
-//                 pool with 2,000 borrowers waiting would make the health check wait 10 s too.
+//   GET /health   200 {"status":"UP","app":"UP","database":"UP"}, or 503 with "DOWN" and why
+//                 ("database_error"). The database check opens a connection of its own
+//                 (PQping), never one from the pool: a pool with 2,000 borrowers waiting would
+//                 make the health check wait 10 s too.
 //   GET /metrics  Prometheus text (metrics_text.hpp) from every collector added with
 //                 add_metrics: each reads atomic counters, so it never waits for a lock.
 //

@@ -13,8 +13,8 @@
 #include <boost/fiber/condition_variable.hpp>
 #include <boost/fiber/mutex.hpp>
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <mutex>
@@ -260,6 +260,24 @@ TEST_CASE("the management port serves /metrics from its collectors and /health w
     CHECK(health->status == 503);
     CHECK(health->body == "{\"status\":\"DOWN\",\"app\":\"UP\",\"database\":\"DOWN\","
                           "\"database_error\":\"no answer from the server\"}\n");
+}
+
+TEST_CASE("/health stays JSON whatever words the database check gives as its reason",
+          "[lesson05][management]") {
+    const std::string why = "server said \"no\" \\ twice\nand hung up";
+    ManagementServer management("127.0.0.1", 0, [&](std::string& reason) {
+        reason = why;
+        return false;
+    });
+    management.start();
+    STEP("management on port " << management.port()
+                               << ", its database check failing with: " << why);
+    const Answer health = http_get(management.port(), "/health");
+    STEP("GET /health answered " << health.status << ": " << health.body);
+    CHECK(health.status == 503);
+    const auto answer = nlohmann::json::parse(health.body);
+    CHECK(answer.at("status") == "DOWN");
+    CHECK(answer.at("database_error") == why);
 }
 
 TEST_CASE("a taken management port is one clear error", "[lesson05][management]") {

@@ -101,15 +101,6 @@ std::string test_log_dir() {
     return TEST_LOG_DIR;
 }
 
-std::string json_field(const std::string& json, const std::string& name) {
-    const auto at = json.find("\"" + name + "\":");
-    if (at == std::string::npos) return "";
-    auto begin = at + name.size() + 3;
-    if (begin < json.size() && json[begin] == '"') ++begin;
-    const auto end = json.find_first_of("\",}", begin);
-    return json.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-}
-
 Answer http_get(int port, const std::string& path) {
     httplib::Client client("127.0.0.1", port);
     client.set_read_timeout(10, 0);

@@ -107,12 +107,8 @@ struct TimedGet {
 std::vector<TimedGet> concurrent_get(int port, const std::string& path, int count,
                                      std::chrono::seconds timeout = std::chrono::seconds(60));
 
-// The value of "name" in a flat JSON object, without quotes: json_field(R"({"a":"x","b":2})", "b")
-// is "2". Enough for the lesson servers' one-line answers; "" when the field is missing.
-std::string json_field(const std::string& json, const std::string& name);
-
 // One GET on 127.0.0.1:port, waiting up to 10 s for the answer: its status and body (status 0
-// when no answer came).
+// when no answer came). The lesson servers answer JSON; read it with nlohmann::json::parse.
 struct Answer {
     int status = 0;
     std::string body;
