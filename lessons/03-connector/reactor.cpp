@@ -29,8 +29,11 @@ void wake(boost::fibers::context*& slot, bool& ready) noexcept {
         return;
     }
     boost::fibers::context* waiter = slot;
-    slot = nullptr; // tells the waiter it was woken, not timed out
-    boost::fibers::context::active()->schedule(waiter);
+    slot = nullptr; // tells the waiter its socket is ready: it retries the syscall
+    // Its deadline may have passed in this same scheduler pass: Boost 1.74 then readied it for
+    // the timer without clearing our slot. Linked into the ready queue twice, it would corrupt
+    // the queue. Schedule it once; the cleared slot still tells it the socket is ready.
+    if (!waiter->ready_is_linked()) boost::fibers::context::active()->schedule(waiter);
 }
 
 } // namespace

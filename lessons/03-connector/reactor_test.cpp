@@ -32,6 +32,37 @@ Carrier::SchedulerSetup reactor() {
 }
 
 // Runs `task` as a fiber on a fresh reactor carrier and waits (up to 10 s) for it to finish.
+// A Reactor with a check in front: a fiber handed to the scheduler while it is already on the
+// ready queue is counted and dropped. Linked twice, the queue would be corrupted, which an
+// optimised build survives or not by luck; counted, the test fails every time.
+class ScheduleOnceCheck final : public boost::fibers::algo::algorithm {
+public:
+    explicit ScheduleOnceCheck(std::atomic<int>& scheduled_twice) : twice_(scheduled_twice) {}
+    void awakened(boost::fibers::context* ctx) noexcept override {
+        if (ctx->ready_is_linked()) {
+            ++twice_;
+            return;
+        }
+        reactor_.awakened(ctx);
+    }
+    boost::fibers::context* pick_next() noexcept override { return reactor_.pick_next(); }
+    bool has_ready_fibers() const noexcept override { return reactor_.has_ready_fibers(); }
+    void suspend_until(std::chrono::steady_clock::time_point const& until) noexcept override {
+        reactor_.suspend_until(until);
+    }
+    void notify() noexcept override { reactor_.notify(); }
+
+private:
+    Reactor reactor_;
+    std::atomic<int>& twice_;
+};
+
+// Keeps the carrier without giving it up (no fiber-aware wait) until `until`.
+void busy_until(std::chrono::steady_clock::time_point until) {
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
 template <typename Task> bool run_on_carrier(Carrier& carrier, Task task) {
     auto done = std::make_shared<std::promise<void>>();
     auto finished = done->get_future();
@@ -159,4 +190,41 @@ TEST_CASE("on a thread that is no carrier, socket waits block that thread", "[le
     });
     CHECK(socket.receive(buffer, sizeof buffer, deadline_after(5s)) == 4);
     writer.join();
+}
+
+TEST_CASE("a fiber whose timeout and socket fire in the same scheduler pass is scheduled once",
+          "[lesson03][reactor]") {
+    // The reader parks with a 20 ms deadline. Another fiber then writes its byte and keeps the
+    // carrier until the deadline has passed, so the scheduler's next pass finds both the expired
+    // timer and the ready socket before the reader runs. Boost readies the reader for its timer;
+    // the socket must not ready it a second time.
+    std::atomic<int> scheduled_twice{0};
+    Carrier carrier("test-carrier", [&] {
+        boost::fibers::use_scheduling_algorithm<ScheduleOnceCheck>(scheduled_twice);
+    });
+    SocketPair pair;
+    ssize_t received = -2;
+    bool wrote = false;
+    REQUIRE(run_on_carrier(carrier, [&] {
+        FiberSocket socket(pair.fds[0]);
+        const Deadline reader_deadline = deadline_after(20ms);
+        bool parked = false;
+        boost::fibers::fiber reader([&] {
+            char byte;
+            parked = true; // receive() finds nothing to read and parks at once
+            received = socket.receive(&byte, 1, reader_deadline);
+        });
+        while (!parked)
+            boost::this_fiber::yield();
+        wrote = ::write(pair.fds[1], "x", 1) == 1;
+        busy_until(reader_deadline + 10ms);
+        reader.join();
+    }));
+    STEP("a reader parked with a 20 ms deadline; another fiber wrote its byte, then kept the "
+         "carrier past the deadline");
+    REQUIRE(wrote);
+    INFO("the reader was put on the ready queue " << (1 + scheduled_twice.load())
+                                                  << " time(s); receive() returned " << received);
+    CHECK(scheduled_twice == 0);
+    CHECK(received == 1); // the byte is there: a wait that ends at a ready socket reports it
 }
