@@ -9,17 +9,13 @@ namespace {
 bool poll_ready(int fd, Direction direction, Deadline deadline) {
     pollfd request{fd, static_cast<short>(direction == Direction::read ? POLLIN : POLLOUT), 0};
     for (;;) {
-        int timeout_ms = -1;
-        if (deadline != no_deadline) {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now());
-            if (left.count() <= 0) return false;
-            timeout_ms = static_cast<int>(left.count());
-        }
+        const int timeout_ms = timeout_ms_until(deadline);
+        if (timeout_ms == 0) return false;
         const int ready = ::poll(&request, 1, timeout_ms);
         if (ready > 0) return true; // readable, writable, hung up or failed: the syscall will say
-        if (ready == 0) return false;
-        if (errno != EINTR) return true; // let the caller's syscall report the problem
+        if (ready == 0 && std::chrono::steady_clock::now() >= deadline) return false;
+        if (ready < 0 && errno != EINTR) return true; // let the caller's syscall report it
+        // Interrupted, or a wait capped at ~24.8 days ended short of the deadline: wait again.
     }
 }
 
@@ -39,5 +35,10 @@ bool wait_ready(Watch& watch, Direction direction, Deadline deadline) {
 
 Deadline deadline_after(std::chrono::milliseconds timeout) {
     if (timeout.count() <= 0) return no_deadline;
-    return std::chrono::steady_clock::now() + timeout;
+    const auto now = std::chrono::steady_clock::now();
+    // now + timeout would overflow the clock's nanoseconds for absurd timeouts (~292 years from
+    // the clock's start): a deadline that far away is no deadline.
+    if (timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(no_deadline - now))
+        return no_deadline;
+    return now + timeout;
 }

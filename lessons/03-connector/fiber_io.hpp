@@ -16,5 +16,6 @@ bool wait_ready(int fd, Direction direction, Deadline deadline);
 // register, on the carrier that owns it.
 bool wait_ready(Watch& watch, Direction direction, Deadline deadline);
 
-// Deadline `timeout` from now; a zero or negative timeout means "no deadline".
+// Deadline `timeout` from now; a zero or negative timeout means "no deadline", and so does one
+// too far away for the clock to represent.
 Deadline deadline_after(std::chrono::milliseconds timeout);

@@ -1,6 +1,7 @@
 #include "reactor.hpp"
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +38,14 @@ void wake(boost::fibers::context*& slot, bool& ready) noexcept {
 }
 
 } // namespace
+
+int timeout_ms_until(Deadline deadline) {
+    if (deadline == no_deadline) return -1;
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= left.zero()) return 0;
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    return ms < INT_MAX ? static_cast<int>(ms) : INT_MAX;
+}
 
 Reactor::Reactor() {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
@@ -169,14 +178,7 @@ bool Reactor::has_ready_fibers() const noexcept {
 }
 
 void Reactor::suspend_until(std::chrono::steady_clock::time_point const& until) noexcept {
-    int timeout_ms = -1;
-    if (until != std::chrono::steady_clock::time_point::max()) {
-        const auto left = until - std::chrono::steady_clock::now();
-        // Round up: waking a little late is harmless, waking early would spin until the timer.
-        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-        timeout_ms = ms < 0 ? 0 : static_cast<int>(ms);
-    }
-    poll(timeout_ms);
+    poll(timeout_ms_until(until)); // `until` is the next timer, or max() when there is none
 }
 
 void Reactor::notify() noexcept {

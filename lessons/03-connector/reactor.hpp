@@ -21,6 +21,12 @@
 using Deadline = std::chrono::steady_clock::time_point;
 constexpr Deadline no_deadline = Deadline::max();
 
+// The wait until `deadline` in the milliseconds poll() and epoll_wait() take: -1 for no
+// deadline, 0 once it has passed, rounded up (waking a little late is harmless, waking early
+// would spin until the deadline), and at most INT_MAX, about 24.8 days (the caller then simply
+// waits again): a bare cast to int would wrap a deadline weeks away into a random timeout.
+int timeout_ms_until(Deadline deadline);
+
 enum class Direction { read, write };
 
 // A socket registered with one carrier's reactor for its whole life (edge-triggered).

@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <climits>
+#include <cstring>
 #include <future>
 #include <sys/socket.h>
 #include <thread>
@@ -61,6 +63,11 @@ private:
 void busy_until(std::chrono::steady_clock::time_point until) {
     while (std::chrono::steady_clock::now() < until) {
     }
+}
+
+// 2^32 ms (49.7 days) and a bit: squeezed into a 32-bit int, that is just `bit`.
+std::chrono::milliseconds wraps_to(std::chrono::milliseconds bit) {
+    return std::chrono::milliseconds(1LL << 32) + bit;
 }
 
 template <typename Task> bool run_on_carrier(Carrier& carrier, Task task) {
@@ -227,4 +234,61 @@ TEST_CASE("a fiber whose timeout and socket fire in the same scheduler pass is s
                                                   << " time(s); receive() returned " << received);
     CHECK(scheduled_twice == 0);
     CHECK(received == 1); // the byte is there: a wait that ends at a ready socket reports it
+}
+
+TEST_CASE("a carrier whose next timer is weeks away sleeps until then or until notified",
+          "[lesson03][reactor]") {
+    // The test drives the scheduler hook itself, from a thread standing in for the carrier.
+    Reactor reactor;
+    std::promise<void> woke;
+    auto woken = woke.get_future();
+    std::thread carrier_thread([&] {
+        reactor.suspend_until(std::chrono::steady_clock::now() + wraps_to(300ms));
+        woke.set_value();
+    });
+    // 1 s is more than three times the 300 ms a wrapped-around timeout would wait; a busy
+    // machine can only make a wrong wake-up later, never make a right one happen.
+    const bool woke_by_itself = woken.wait_for(1s) == std::future_status::ready;
+    reactor.notify();
+    const bool woke_on_notify = woke_by_itself || woken.wait_for(10s) == std::future_status::ready;
+    carrier_thread.join();
+    STEP("suspend_until(now + 49.7 days + 300 ms); after 1 s the test called notify()");
+    CHECK_FALSE(woke_by_itself);
+    CHECK(woke_on_notify);
+}
+
+TEST_CASE("on a thread that is no carrier, a deadline weeks away does not time out early",
+          "[lesson03][reactor]") {
+    SocketPair pair;
+    FiberSocket socket(pair.fds[0]);
+    std::thread writer([&] {
+        std::this_thread::sleep_for(1s); // past the 300 ms a wrapped-around timeout would wait
+        [[maybe_unused]] auto n = ::write(pair.fds[1], "late", 4);
+    });
+    char buffer[8];
+    const ssize_t n =
+        socket.receive(buffer, sizeof buffer, std::chrono::steady_clock::now() + wraps_to(300ms));
+    const int error = n < 0 ? errno : 0;
+    writer.join();
+    STEP("receive() with a deadline 49.7 days + 300 ms away; the peer wrote after 1 s");
+    INFO("receive() returned " << n << (error ? std::string(", ") + std::strerror(error) : ""));
+    CHECK(n == 4);
+}
+
+TEST_CASE("deadline_after saturates instead of overflowing", "[lesson03][reactor]") {
+    using std::chrono::milliseconds;
+    const auto now = std::chrono::steady_clock::now();
+    const auto years_from_now = now + std::chrono::hours(24 * 365 * 100);
+    for (const milliseconds timeout :
+         {milliseconds::max(), milliseconds(std::chrono::hours(1'000'000'000)),
+          milliseconds(LLONG_MAX / 1000)}) {
+        const Deadline deadline = deadline_after(timeout);
+        INFO("deadline_after("
+             << timeout.count() << " ms) is "
+             << std::chrono::duration_cast<std::chrono::hours>(deadline - now).count()
+             << " hours from now");
+        CHECK(deadline >= years_from_now); // no_deadline, or at least far in the future
+    }
+    CHECK(deadline_after(milliseconds(0)) == no_deadline);
+    CHECK(deadline_after(milliseconds(-5)) == no_deadline);
 }
