@@ -98,6 +98,19 @@ ssize_t FiberSocket::receive(char* data, std::size_t size, Deadline deadline) {
     }
 }
 
+bool FiberSocket::wait_readable(Deadline deadline) {
+    // Try first here too: bytes that came with an edge already seen (a pipelined request the last
+    // read left in the kernel) raise no new one, so a wait would wait for nothing. A peek needs
+    // no buffer, so a connection waiting for its next request holds none.
+    for (;;) {
+        char byte;
+        if (::recv(watch_.fd, &byte, 1, MSG_PEEK) >= 0) return true; // a byte, or the peer closed
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return true; // receive() reports the error
+        return wait_ready(watch_, Direction::read, deadline);
+    }
+}
+
 ssize_t FiberSocket::send_some(const char* data, std::size_t size, Deadline deadline) {
     for (;;) {
         const ssize_t n = ::send(watch_.fd, data, size, MSG_NOSIGNAL);

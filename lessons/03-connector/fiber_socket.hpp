@@ -40,8 +40,10 @@ public:
     // Sends all `size` bytes before `deadline`, or returns false (errno set).
     bool send_all(const char* data, std::size_t size, Deadline deadline);
 
-    // Waits for readable bytes without consuming them (false on timeout).
-    bool wait_readable(Deadline deadline) { return wait_ready(watch_, Direction::read, deadline); }
+    // Waits until bytes are waiting to be read or the peer has closed (the next receive() tells
+    // which), without consuming anything; false when `deadline` passed first. Like wait_ready,
+    // it may return true spuriously.
+    bool wait_readable(Deadline deadline);
 
     int fd() const { return watch_.fd; }
 
