@@ -54,6 +54,7 @@ public:
 
     // Parks the calling fiber until the watched socket may be ready in `direction`, or until
     // `deadline`. Returns false on timeout. May return true spuriously: retry the syscall.
+    // Call it only after the syscall said EAGAIN: an edge that came before is not repeated.
     bool wait(Watch& watch, Direction direction, Deadline deadline);
 
     // The same for a socket this reactor does not own (a database connection that fibers of

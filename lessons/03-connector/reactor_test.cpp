@@ -1,6 +1,7 @@
 // Unit tests of the reactor: fibers on one carrier thread waiting for sockets and timers.
 #include "carrier.hpp"
 #include "fiber_socket.hpp"
+#include "fiber_stack.hpp"
 #include "reactor.hpp"
 #include "test_support.hpp"
 
@@ -216,7 +217,7 @@ TEST_CASE("a fiber whose timeout and socket fire in the same scheduler pass is s
         FiberSocket socket(pair.fds[0]);
         const Deadline reader_deadline = deadline_after(20ms);
         bool parked = false;
-        boost::fibers::fiber reader([&] {
+        boost::fibers::fiber reader(std::allocator_arg, FiberStack(64 * 1024), [&] {
             char byte;
             parked = true; // receive() finds nothing to read and parks at once
             received = socket.receive(&byte, 1, reader_deadline);
