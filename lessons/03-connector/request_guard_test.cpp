@@ -219,3 +219,24 @@ TEST_CASE("a body hidden behind a bare LF is answered 400 before it is read", "[
     REQUIRE(next.send(get_request("/hello")));
     CHECK(body_of(next.receive_response(5s)) == "hello\n");
 }
+
+TEST_CASE("cpp-httplib itself refuses a request body that gets past the guard",
+          "[lesson03][guard]") {
+    // Defence in depth: should a body ever get past the guard, the library configured by the
+    // Connector must refuse it rather than read it into memory.
+    HttpApp app;
+    app.Post("/hello", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content("took a body\n", "text/plain");
+    });
+    const Connector connector(app, ConnectorOptions{}); // configures the app; starts nothing
+    const std::string request =
+        "POST /hello HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" + std::string(100000, 'b');
+    httplib::detail::BufferStream stream; // the library's in-memory stream: reads what we wrote
+    stream.write(request.data(), request.size());
+    bool closed = false;
+    app.process(stream, false, closed);
+    const std::string response = stream.get_buffer().substr(request.size());
+    STEP("handed cpp-httplib a POST with a 100,000-byte body directly, past the guard");
+    STEP("it answered: " << escaped(response.substr(0, response.find('\r'))));
+    CHECK(status_of(response) == 413);
+}
