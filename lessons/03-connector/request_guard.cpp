@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string_view>
 #include <strings.h>
+#include <utility>
 #include <vector>
 
 // Where cpp-httplib 0.11.4 splits a request head (httplib.h: stream_line_reader::getline,
@@ -65,7 +66,8 @@ std::optional<Refusal> split_lines(string_view head, std::vector<string_view>& l
         if (i + 1 == head.size() || head[i + 1] != '\n')
             return bad("a bare CR in the request head (lines end in CRLF)");
         lines.push_back(head.substr(begin, i - begin));
-        begin = ++i + 1;
+        ++i; // the LF
+        begin = i + 1;
         if (lines.back().empty()) return std::nullopt; // the empty line: the head ends here
     }
     return bad("the request head does not end with an empty line");
@@ -99,9 +101,15 @@ std::optional<Refusal> check_request_line(string_view line, const GuardLimits& l
     return std::nullopt;
 }
 
+// Fields a request may carry once at most: given two, cpp-httplib acts on the first and other
+// parsers on the last, and which copy counts must never be a question (RFC 9110 section 5.3).
+struct SingleFields {
+    bool host = false, range = false, length = false;
+};
+
 // field-line = field-name ":" OWS field-value OWS (RFC 9112 section 5), and our limits.
 std::optional<Refusal> check_field_line(string_view line, const GuardLimits& limits,
-                                        bool& has_length) {
+                                        SingleFields& seen) {
     if (line.size() + 2 > CPPHTTPLIB_HEADER_MAX_LENGTH)
         return Refusal{431, "a header line over " + std::to_string(CPPHTTPLIB_HEADER_MAX_LENGTH) +
                                 " bytes"};
@@ -115,6 +123,11 @@ std::optional<Refusal> check_field_line(string_view line, const GuardLimits& lim
     const string_view value = trimmed(line.substr(colon + 1));
     if (!std::all_of(value.begin(), value.end(), is_value_char))
         return bad("a control byte in a header value");
+    bool* once = is_name(name, "Host")             ? &seen.host
+                 : is_name(name, "Range")          ? &seen.range
+                 : is_name(name, "Content-Length") ? &seen.length
+                                                   : nullptr;
+    if (once && std::exchange(*once, true)) return bad("a second Host, Range or Content-Length");
 
     if (is_name(name, "Range") && value.size() > limits.max_range_bytes)
         return Refusal{416,
@@ -126,7 +139,6 @@ std::optional<Refusal> check_field_line(string_view line, const GuardLimits& lim
             return bad("Content-Length is not a number");
         if (value.find_first_not_of('0') != string_view::npos)
             return Refusal{413, "this server takes no request bodies"};
-        has_length = true;
     }
     // cpp-httplib adds these to every request itself, after the client's: a client's own copy
     // would be the one get_header_value() returns.
@@ -164,12 +176,12 @@ std::optional<Refusal> check_request_head(const std::string& head, const GuardLi
     if (auto refusal = split_lines(head, lines)) return refusal;
     string_view method;
     if (auto refusal = check_request_line(lines.front(), limits, method)) return refusal;
-    bool has_length = false;
+    SingleFields seen;
     for (std::size_t i = 1; i + 1 < lines.size(); ++i) // the last line is the empty one
-        if (auto refusal = check_field_line(lines[i], limits, has_length)) return refusal;
+        if (auto refusal = check_field_line(lines[i], limits, seen)) return refusal;
     // Without a Content-Length, cpp-httplib reads the body of these until the connection closes,
     // with no limit (RFC 9112 says such a request has no body at all).
-    if (!has_length && is_one_of(method, {"POST", "PUT", "PATCH"}))
+    if (!seen.length && is_one_of(method, {"POST", "PUT", "PATCH"}))
         return Refusal{411, "a " + std::string(method) + " needs Content-Length: 0 here"};
     return std::nullopt;
 }

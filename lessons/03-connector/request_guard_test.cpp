@@ -156,6 +156,18 @@ TEST_CASE("a field name must be a token followed at once by the colon", "[lesson
         require_refused(c, 400);
 }
 
+TEST_CASE("a second Host or Range or Content-Length header is refused", "[lesson03][guard]") {
+    // Found by fuzz/guard_vs_httplib.cpp: with two Range headers, cpp-httplib acts on the first;
+    // other parsers take the last. Which copy counts must never be a question.
+    const Case cases[] = {
+        {"two Range headers", request_with("Range: bytes=0-1, x\r\nRange: bytes=0-1\r\n")},
+        {"two Host headers", request_with("Host: a\r\nHost: b\r\n")},
+        {"two Content-Length headers", request_with("Content-Length: 0\r\ncontent-length: 0\r\n")},
+    };
+    for (const auto& c : cases)
+        require_refused(c, 400);
+}
+
 TEST_CASE("the request line is METHOD SP origin-form SP HTTP/1.x, nothing looser",
           "[lesson03][guard]") {
     const Case cases[] = {
