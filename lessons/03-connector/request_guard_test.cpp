@@ -55,7 +55,7 @@ void require_refused(const Case& c, int status) {
 }
 
 // "bytes=0-0,1-1,...": each range is valid, and the whole value overflows std::regex's recursion
-// on a fiber stack (300 ranges are about 1.7 KB).
+// on a fiber stack (300 ranges are 2,185 bytes).
 std::string many_ranges(int count) {
     std::string value = "bytes=0-0";
     for (int i = 1; i < count; ++i)
