@@ -72,6 +72,7 @@ Connector::Connector(HttpApp& app, ConnectorOptions options, Executor executor)
     app_.set_keep_alive_timeout(
         std::chrono::duration_cast<std::chrono::seconds>(options_.keep_alive_timeout).count());
     app_.set_keep_alive_max_count(static_cast<std::size_t>(options_.keep_alive_requests));
+    app_.set_payload_max_length(0); // no endpoint takes a body: 413 here too, behind the guard
 }
 
 Connector::~Connector() {
