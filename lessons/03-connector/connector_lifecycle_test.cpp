@@ -227,8 +227,8 @@ TEST_CASE("a Connector destroyed after a failed stop() waits for the request sti
         connector.reset();
         destroyed = true;
     });
-    // Not a verdict on time: it only lets the destructor get well under way (in the old code,
-    // free the members the handler's fiber still uses) before the handler goes on.
+    // Not a verdict on time: it gives a destructor that would free what the handler's fiber
+    // still uses the time to do so, before the handler goes on.
     std::this_thread::sleep_for(200ms);
     STEP("the Connector is being destroyed on another thread; 200 ms later the handler is let go");
     CHECK_FALSE(destroyed.load()); // it must wait: the handler's fiber uses the Connector
