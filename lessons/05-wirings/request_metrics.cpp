@@ -50,7 +50,7 @@ void RequestMetrics::collect(MetricsText& out) const {
               "platform thread are not in flight yet.",
               inflight());
     out.family("http_server_requests_total", MetricsText::Type::counter,
-               "Responses written by the application, by HTTP status.");
+               "Responses the application sent, by HTTP status.");
     for (std::size_t status = 0; status < by_status_.size(); ++status) {
         const std::uint64_t count = by_status_[status].load(std::memory_order_relaxed);
         if (count == 0) continue; // a status never written has no series yet, as in Micrometer

@@ -48,7 +48,7 @@ public:
     int inflight() const { return inflight_.load(std::memory_order_relaxed); }
 
     void count_response(int status);
-    // Responses written with `status` so far.
+    // Responses sent with `status` so far.
     std::uint64_t responses(int status) const;
 
     // http_server_requests_inflight and http_server_requests_total{status="..."}.
