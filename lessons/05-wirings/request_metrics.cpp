@@ -12,10 +12,12 @@ std::size_t slot_of(int status) {
 // The InFlight of the request this fiber serves (a platform thread counts as its own fiber).
 // Fiber-local, not thread_local: under vt a fiber parks in flush() after the logger ran, and the
 // carrier's next fiber, on the same thread, serves a request of its own meanwhile.
+// Never destroyed: its destructor would use the main thread's fiber context, which may be gone by
+// the time static objects are destroyed at exit.
 boost::fibers::fiber_specific_ptr<RequestMetrics::InFlight>& current_request() {
-    static boost::fibers::fiber_specific_ptr<RequestMetrics::InFlight> current(
+    static auto* current = new boost::fibers::fiber_specific_ptr<RequestMetrics::InFlight>(
         [](RequestMetrics::InFlight*) {}); // it points at a guard on the stack: nothing to free
-    return current;
+    return *current;
 }
 
 } // namespace
