@@ -30,9 +30,11 @@ PgPool::PgPool(PoolOptions options) : options_(std::move(options)) {
 PgPool::~PgPool() = default;
 
 void PgPool::open() {
+    // Nobody waits at start-up but the program: each connect gets the whole connect timeout,
+    // however short the checkout timeout is.
     std::vector<Lease> leases;
     for (int i = 0; i < options_.size; ++i)
-        leases.push_back(borrow());
+        leases.push_back(borrow(options_.connect_timeout));
 }
 
 PgPool::Lease PgPool::borrow() {
