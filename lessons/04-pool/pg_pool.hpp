@@ -111,7 +111,8 @@ public:
     PgPool& operator=(const PgPool&) = delete;
 
     // Opens every connection now, so the first requests do not pay for it and a wrong
-    // connection string or a stopped server shows at start-up. Throws PgError.
+    // connection string or a stopped server shows at start-up. Each connect may take the
+    // connect timeout. Throws PgError.
     void open();
 
     // A connection within the checkout timeout (or `timeout`), else PoolTimeout. PgError when
