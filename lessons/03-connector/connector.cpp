@@ -5,13 +5,16 @@
 #include "process.hpp"
 #include "reactor.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <boost/fiber/operations.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <set>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <thread>
@@ -61,7 +64,42 @@ int bound_port(int fd) {
         if (socket.receive(sink, sizeof sink, until) <= 0) break;
 }
 
+// How long the acceptor waits after accept() failed for want of descriptors or memory. Retrying
+// at once would fail again at once and spin carrier 0; 100 ms costs a waiting client little.
+constexpr auto accept_back_off = std::chrono::milliseconds(100);
+
+// accept() failures that belong to one client (it reset before we took it, its network went
+// away; accept(2) lists them): the next client may be fine, so accept again at once.
+bool one_clients_failure(int error) {
+    static const int errors[] = {ECONNABORTED, EINTR,       EPROTO,      EPERM,
+                                 ENETDOWN,     ENETUNREACH, EHOSTDOWN,   ENONET,
+                                 ENOPROTOOPT,  EOPNOTSUPP,  EHOSTUNREACH};
+    return std::find(std::begin(errors), std::end(errors), error) != std::end(errors);
+}
+
 } // namespace
+
+// What a connection holds from the moment the acceptor counted it: its slot under
+// max_connections, its entry in its carrier's registry (for stop()), and its descriptor, which
+// `socket` owns once it exists. The destructor gives all of them back however serve_connection
+// ends, by return or by exception: the entry first, so that stop() never shuts down a
+// descriptor number after it was closed and perhaps reused (by a database connection, say).
+struct Connector::ConnectionLease {
+    Connector& connector;
+    int fd;
+    std::unordered_set<int>& registry;
+    std::optional<FiberSocket> socket;
+
+    ~ConnectionLease() {
+        registry.erase(fd);
+        if (socket) {
+            socket.reset(); // closes fd
+        } else {
+            ::close(fd); // FiberSocket's constructor threw: the descriptor is still ours
+        }
+        connector.connection_closed();
+    }
+};
 
 Connector::Connector(HttpApp& app, ConnectorOptions options, Executor executor)
     : app_(app), options_(std::move(options)), executor_(std::move(executor)) {
@@ -76,8 +114,8 @@ Connector::Connector(HttpApp& app, ConnectorOptions options, Executor executor)
 }
 
 Connector::~Connector() {
-    if (!carriers_.empty() && !stopped_) stop();
-    if (listen_fd_ >= 0 && carriers_.empty()) ::close(listen_fd_);
+    begin_stop();
+    join_carriers(); // after a stop() that gave up: waits for the requests still running
 }
 
 void Connector::start() {
@@ -105,7 +143,7 @@ void Connector::accept_loop(int listen_fd) {
     listener.fd = listen_fd;
     Reactor::current()->add(listener);
     std::size_t next_carrier = 0;
-    bool told_about_descriptors = false;
+    std::set<int> told; // the failures already explained on stderr
     while (!stopping_) {
         {
             std::unique_lock<boost::fibers::mutex> lock(slot_mutex_);
@@ -116,23 +154,35 @@ void Connector::accept_loop(int listen_fd) {
         if (stopping_) break;
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            const int error = errno;
+            if (error == EAGAIN || error == EWOULDBLOCK) {
                 wait_ready(listener, Direction::read, no_deadline); // stop() wakes it
-            } else if (errno == EMFILE || errno == ENFILE) {
-                if (!told_about_descriptors)
+            } else if (!one_clients_failure(error)) {
+                // Out of descriptors (EMFILE, ENFILE) or of kernel memory (ENOBUFS, ENOMEM).
+                if (told.insert(error).second)
                     std::fprintf(stderr,
-                                 "connector: out of file descriptors at %d open "
-                                 "connections; raise `ulimit -n` or lower "
-                                 "--max-connections\n",
-                                 open_.load());
-                told_about_descriptors = true;
-                boost::this_fiber::sleep_for(std::chrono::milliseconds(100));
+                                 "connector: accept failed at %d open connections: %s (%s); "
+                                 "retrying every %lld ms\n",
+                                 open_.load(), std::strerror(error),
+                                 error == EMFILE || error == ENFILE
+                                     ? "raise `ulimit -n` or lower --max-connections"
+                                     : "the kernel is short of memory",
+                                 static_cast<long long>(accept_back_off.count()));
+                boost::this_fiber::sleep_for(accept_back_off);
             }
-            continue; // ECONNABORTED and friends: that client gave up; take the next one
+            continue;
+        }
+        // Counted before stopping_ is read again: stop() sets stopping_ before it counts, so
+        // either stop() sees this connection and waits for it, or we see stopping_ here and
+        // close it. Nothing is ever spawned onto a carrier that stop() has closed.
+        open_.fetch_add(1);
+        if (stopping_) {
+            ::close(fd);
+            connection_closed();
+            break;
         }
         const int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        open_.fetch_add(1);
         const std::size_t carrier = next_carrier++ % carriers_.size();
         carriers_[carrier]->spawn([this, fd, carrier] { serve_connection(fd, carrier); });
     }
@@ -161,41 +211,37 @@ bool Connector::read_checked_head(FiberStream& stream, std::optional<Refusal>& r
 }
 
 void Connector::serve_connection(int fd, std::size_t carrier) {
-    {
-        FiberSocket socket(fd);
-        // This carrier's registry of open sockets, for stop(); only this carrier's fibers touch it.
-        auto& registry = sockets_by_carrier_[carrier];
-        registry.insert(fd);
-        FiberStream stream(socket, options_.read_timeout, options_.write_timeout);
-        for (int served = 0; !stopping_;) {
-            // A client that pipelines requests would keep this fiber busy without a single wait,
-            // starving the other connections on this carrier: give them a turn between requests.
-            if (stream.has_buffered_input()) boost::this_fiber::yield();
-            // The keep-alive wait: a parked fiber, no thread.
-            if (stream.wait_for_request(deadline_after(options_.keep_alive_timeout)) !=
-                FiberStream::Arrival::request)
-                break;
-            std::optional<Refusal> refusal;
-            if (!read_checked_head(stream, refusal)) break;
-            if (refusal) {
-                const std::string response = refusal_response(*refusal);
-                stream.write(response.data(), response.size());
-                stream.flush();
-                close_politely(socket);
-                break;
-            }
-            const bool last = ++served >= options_.keep_alive_requests || stopping_;
-            bool client_asked_to_close = false;
-            // Parse, route, handle, respond: where that runs is the executor's choice.
-            const bool keep_going = executor_([&] {
-                const bool answered = app_.process(stream, last, client_asked_to_close);
-                return stream.flush() && answered;
-            });
-            if (!keep_going || last || client_asked_to_close) break;
+    // This carrier's registry of open sockets, for stop(); only this carrier's fibers touch it.
+    ConnectionLease lease{*this, fd, sockets_by_carrier_[carrier], std::nullopt};
+    lease.registry.insert(fd);
+    FiberSocket& socket = lease.socket.emplace(fd);
+    FiberStream stream(socket, options_.read_timeout, options_.write_timeout);
+    for (int served = 0; !stopping_;) {
+        // A client that pipelines requests would keep this fiber busy without a single wait,
+        // starving the other connections on this carrier: give them a turn between requests.
+        if (stream.has_buffered_input()) boost::this_fiber::yield();
+        // The keep-alive wait: a parked fiber, no thread.
+        if (stream.wait_for_request(deadline_after(options_.keep_alive_timeout)) !=
+            FiberStream::Arrival::request)
+            break;
+        std::optional<Refusal> refusal;
+        if (!read_checked_head(stream, refusal)) break;
+        if (refusal) {
+            const std::string response = refusal_response(*refusal);
+            stream.write(response.data(), response.size());
+            stream.flush();
+            close_politely(socket);
+            break;
         }
-        registry.erase(fd); // before ~FiberSocket closes it: stop() must never touch a reused fd
+        const bool last = ++served >= options_.keep_alive_requests || stopping_;
+        bool client_asked_to_close = false;
+        // Parse, route, handle, respond: where that runs is the executor's choice.
+        const bool keep_going = executor_([&] {
+            const bool answered = app_.process(stream, last, client_asked_to_close);
+            return stream.flush() && answered;
+        });
+        if (!keep_going || last || client_asked_to_close) break;
     }
-    connection_closed();
 }
 
 void Connector::connection_closed() {
@@ -211,9 +257,19 @@ void Connector::connection_closed() {
 }
 
 bool Connector::stop() {
-    if (stopped_ || carriers_.empty()) return true;
-    stopped_ = true;
-    stopping_ = true;
+    if (carriers_.empty()) return true; // never started, or stopped already
+    begin_stop();
+    {
+        std::unique_lock<std::mutex> lock(drained_mutex_);
+        if (!drained_.wait_for(lock, options_.stop_grace, [this] { return open_.load() == 0; }))
+            return false;
+    }
+    join_carriers();
+    return true;
+}
+
+void Connector::begin_stop() {
+    if (carriers_.empty() || stopping_.exchange(true)) return;
     // Wake the acceptor: its next accept() fails and it sees stopping_.
     ::shutdown(listen_fd_, SHUT_RDWR);
     {
@@ -227,17 +283,16 @@ bool Connector::stop() {
             for (int fd : sockets_by_carrier_[i])
                 ::shutdown(fd, SHUT_RD);
         });
-    {
-        std::unique_lock<std::mutex> lock(drained_mutex_);
-        if (!drained_.wait_for(lock, options_.stop_grace, [this] { return open_.load() == 0; }))
-            return false;
-    }
+}
+
+void Connector::join_carriers() {
+    // Each waits for its fibers to end. Carrier 0 first: its acceptor is the only fiber that
+    // spawns onto the others.
     for (auto& carrier : carriers_)
         carrier->stop();
     carriers_.clear();
-    ::close(listen_fd_);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
     listen_fd_ = -1;
-    return true;
 }
 
 void run_until_shutdown(Connector& connector, const std::string& program) {

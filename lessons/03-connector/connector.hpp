@@ -16,6 +16,8 @@
 //    408 and closed, so half-sent requests cannot hold connections forever.
 //  * write_timeout: a client that takes none of its response for this long is disconnected.
 //  * keep_alive_requests: after this many requests the response says "Connection: close".
+//  * accept() failing for want of descriptors or memory: the acceptor says so once on stderr
+//    and tries again every 100 ms, rather than spin its carrier.
 #pragma once
 
 #include "carrier.hpp"
@@ -60,10 +62,15 @@ public:
     // How a request whose head has arrived gets served. `serve` parses it, runs the handler and
     // writes the response; it returns false when the connection must close. The default calls
     // it right here, on the connection's fiber. Lesson 05's platform executor hands it to a
-    // pool of OS threads instead and parks the fiber until a thread has run it.
+    // pool of OS threads instead and parks the fiber until a thread has run it. An exception out
+    // of the executor closes that connection only (its carrier reports it on stderr).
     using Executor = std::function<bool(const std::function<bool()>& serve)>;
 
     Connector(HttpApp& app, ConnectorOptions options, Executor executor = {});
+    // Stops the connector if stop() has not. After a stop() that returned false it waits for the
+    // requests still running, however long they take: their fibers use this Connector, the app
+    // and the executor, so none of them may die first. A program that cannot wait ends the
+    // process instead, as run_until_shutdown does.
     ~Connector();
     Connector(const Connector&) = delete;
     Connector& operator=(const Connector&) = delete;
@@ -80,23 +87,26 @@ public:
     // Stops accepting, closes idle connections, and lets requests in progress finish (their
     // responses say "Connection: close"). Returns true when everything ended within stop_grace;
     // false when requests are still running, in which case the carriers are left running and
-    // the caller should end the process without waiting for them.
+    // the caller should end the process without waiting for them (or call stop() again, which
+    // waits another stop_grace). Call it from one thread at a time.
     bool stop();
 
 private:
+    struct ConnectionLease;
+
     void accept_loop(int listen_fd);
     void serve_connection(int fd, std::size_t carrier);
     bool read_checked_head(FiberStream& stream, std::optional<Refusal>& refusal) const;
     void connection_closed();
+    void begin_stop();
+    void join_carriers();
 
     HttpApp& app_;
     ConnectorOptions options_;
     Executor executor_;
     int port_ = 0;
     int listen_fd_ = -1;
-    std::vector<std::unique_ptr<Carrier>> carriers_;
     std::atomic<bool> stopping_{false};
-    bool stopped_ = false;
 
     std::atomic<int> open_{0};
     // The acceptor parks here while max_connections are open; closing connections notify it.
@@ -108,6 +118,9 @@ private:
     // stop() waits here (on a plain thread) for the last connection to close.
     std::mutex drained_mutex_;
     std::condition_variable drained_;
+    // Last, so destroyed first: the carriers join their fibers while everything above, which
+    // those fibers use, is still alive.
+    std::vector<std::unique_ptr<Carrier>> carriers_;
 };
 
 // Starts the connector (or prints why it cannot and exits 1), prints "listening on ...", waits

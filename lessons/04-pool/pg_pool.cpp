@@ -1,5 +1,6 @@
 #include "pg_pool.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 // One place in the pool. `connection` is null until the place is first used, and again after
@@ -29,9 +30,11 @@ PgPool::PgPool(PoolOptions options) : options_(std::move(options)) {
 PgPool::~PgPool() = default;
 
 void PgPool::open() {
+    // Nobody waits at start-up but the program: each connect gets the whole connect timeout,
+    // however short the checkout timeout is.
     std::vector<Lease> leases;
     for (int i = 0; i < options_.size; ++i)
-        leases.push_back(borrow());
+        leases.push_back(borrow(options_.connect_timeout));
 }
 
 PgPool::Lease PgPool::borrow() {
@@ -39,15 +42,18 @@ PgPool::Lease PgPool::borrow() {
 }
 
 PgPool::Lease PgPool::borrow(std::chrono::milliseconds timeout) {
-    Lease lease(this, take(timeout));
+    // One deadline for the whole checkout, the wait for a place and the connect after it: a
+    // borrower never waits longer than `timeout`, however slow the server is to answer.
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    Lease lease(this, take(deadline, timeout));
     // Outside the lock: checking or opening a connection waits for the network. Should the
     // connect fail, the lease returns the empty place on its way out.
-    make_ready(*lease.slot_);
+    make_ready(*lease.slot_, deadline);
     return lease;
 }
 
-PgPool::Slot* PgPool::take(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+PgPool::Slot* PgPool::take(std::chrono::steady_clock::time_point deadline,
+                           std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mutex_);
     auto take_free = [&] {
         Slot* slot = free_.front();
@@ -92,11 +98,15 @@ void PgPool::time_out_locked(std::list<Waiter*>::iterator me, std::chrono::milli
         ", idle=" + std::to_string(idle) + ", waiting=" + std::to_string(waiters_.size()) + ")");
 }
 
-void PgPool::make_ready(Slot& slot) {
+void PgPool::make_ready(Slot& slot, std::chrono::steady_clock::time_point deadline) {
     if (slot.connection && !slot.connection->alive()) slot.connection.reset(); // died while idle
-    if (!slot.connection)
-        slot.connection =
-            std::make_unique<PgConnection>(options_.conninfo, options_.connect_timeout);
+    if (slot.connection) return;
+    // The connect timeout, or what is left of the borrower's checkout timeout if that is less.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    slot.connection = std::make_unique<PgConnection>(
+        options_.conninfo,
+        std::clamp(left, std::chrono::milliseconds(0), options_.connect_timeout));
 }
 
 void PgPool::give_back(Slot* slot) {

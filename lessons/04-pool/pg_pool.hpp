@@ -58,7 +58,8 @@ struct PoolOptions {
     // false: first come, first served; true: barging (see above).
     bool barging = false;
     // Opening one connection takes a few milliseconds on loopback. A server that has not
-    // finished the handshake within this is treated as down: the borrower gets PgError.
+    // finished the handshake within this (or within what is left of the borrower's checkout
+    // timeout, if that is sooner) is treated as down: the borrower gets PgError.
     std::chrono::milliseconds connect_timeout{5000};
 };
 
@@ -110,11 +111,13 @@ public:
     PgPool& operator=(const PgPool&) = delete;
 
     // Opens every connection now, so the first requests do not pay for it and a wrong
-    // connection string or a stopped server shows at start-up. Throws PgError.
+    // connection string or a stopped server shows at start-up. Each connect may take the
+    // connect timeout. Throws PgError.
     void open();
 
     // A connection within the checkout timeout (or `timeout`), else PoolTimeout. PgError when
-    // a fresh connection has to be opened and the server cannot be reached.
+    // a fresh connection has to be opened and the server cannot be reached in the time left.
+    // Either way borrow() returns or throws within the timeout, the connect included.
     Lease borrow();
     Lease borrow(std::chrono::milliseconds timeout);
 
@@ -123,9 +126,10 @@ public:
 
 private:
     struct Waiter;
-    Slot* take(std::chrono::milliseconds timeout);
+    Slot* take(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds timeout);
     void give_back(Slot* slot);
-    void make_ready(Slot& slot); // runs outside the lock: may connect
+    // Runs outside the lock: may connect, but not past `deadline`.
+    void make_ready(Slot& slot, std::chrono::steady_clock::time_point deadline);
     void publish_locked();
     [[noreturn]] void time_out_locked(std::list<Waiter*>::iterator me,
                                       std::chrono::milliseconds timeout);

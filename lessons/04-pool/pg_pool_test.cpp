@@ -16,6 +16,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -206,6 +208,60 @@ TEST_CASE("a borrower that waits too long fails with HikariCP's message", "[less
     REQUIRE(borrowers.wait(30s));
     CHECK(borrowers.errors().empty());
     CHECK(pool.stats().pending == 0);
+}
+
+// A port that takes connections (the kernel completes the handshake from its backlog) and never
+// says a word: a database server that hangs. Closed when the test ends.
+class SilentPort {
+public:
+    SilentPort() {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+            ::listen(fd_, 16) != 0 ||
+            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+            throw std::runtime_error("cannot listen on 127.0.0.1");
+        port_ = ntohs(address.sin_port);
+    }
+    ~SilentPort() { ::close(fd_); }
+    SilentPort(const SilentPort&) = delete;
+    SilentPort& operator=(const SilentPort&) = delete;
+    int port() const { return port_; }
+
+private:
+    int fd_ = -1;
+    int port_ = 0;
+};
+
+TEST_CASE("borrow() waits no longer than the checkout timeout in all, even while a connect hangs",
+          "[lesson04][pool]") {
+    SilentPort silent;
+    PoolOptions options;
+    options.conninfo = "host=127.0.0.1 port=" + std::to_string(silent.port()) +
+                       " dbname=nobody user=nobody sslmode=disable";
+    options.size = 1;
+    options.checkout_timeout = 500ms;
+    options.connect_timeout = 20s;
+    PgPool pool(options);
+    STEP("a pool of 1 whose server takes the connection and never answers; checkout timeout "
+         "0.5 s, connect timeout 20 s");
+    std::string error;
+    const auto start = Clock::now();
+    try {
+        pool.borrow();
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    const double waited = seconds_since(start);
+    STEP("borrow() gave up after " << waited << " s: " << error);
+    CHECK_FALSE(error.empty());
+    CHECK(waited >= 0.49);
+    // Far below the 20 s connect timeout it must not wait for; 5 s is what a busy machine meets.
+    CHECK(waited < 5.0);
+    CHECK(pool.stats().active == 0); // the place came back, empty
 }
 
 TEST_CASE("a returned connection wakes a parked waiter at once, across threads",

@@ -1,5 +1,6 @@
 #include "request_metrics.hpp"
 
+#include <boost/fiber/fss.hpp>
 #include <string>
 
 namespace {
@@ -8,7 +9,34 @@ std::size_t slot_of(int status) {
     return status >= 100 && status < 600 ? static_cast<std::size_t>(status) : 0;
 }
 
+// The InFlight of the request this fiber serves (a platform thread counts as its own fiber).
+// Fiber-local, not thread_local: under vt a fiber parks in flush() after the logger ran, and the
+// carrier's next fiber, on the same thread, serves a request of its own meanwhile.
+// Never destroyed: its destructor would use the main thread's fiber context, which may be gone by
+// the time static objects are destroyed at exit.
+boost::fibers::fiber_specific_ptr<RequestMetrics::InFlight>& current_request() {
+    static auto* current = new boost::fibers::fiber_specific_ptr<RequestMetrics::InFlight>(
+        [](RequestMetrics::InFlight*) {}); // it points at a guard on the stack: nothing to free
+    return *current;
+}
+
 } // namespace
+
+RequestMetrics::InFlight::InFlight(RequestMetrics& metrics) : metrics_(metrics) {
+    metrics_.inflight_.fetch_add(1, std::memory_order_relaxed);
+    current_request().reset(this);
+}
+
+RequestMetrics::InFlight::~InFlight() {
+    current_request().reset(nullptr);
+    metrics_.inflight_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool RequestMetrics::InFlight::sent(bool sent) {
+    if (sent && status_ != 0) metrics_.count_response(status_);
+    status_ = 0;
+    return sent;
+}
 
 void RequestMetrics::count_response(int status) {
     by_status_[slot_of(status)].fetch_add(1, std::memory_order_relaxed);
@@ -24,7 +52,7 @@ void RequestMetrics::collect(MetricsText& out) const {
               "platform thread are not in flight yet.",
               inflight());
     out.family("http_server_requests_total", MetricsText::Type::counter,
-               "Responses written by the application, by HTTP status.");
+               "Responses the application sent, by HTTP status.");
     for (std::size_t status = 0; status < by_status_.size(); ++status) {
         const std::uint64_t count = by_status_[status].load(std::memory_order_relaxed);
         if (count == 0) continue; // a status never written has no series yet, as in Micrometer
@@ -35,6 +63,10 @@ void RequestMetrics::collect(MetricsText& out) const {
 
 void count_responses(httplib::Server& app, RequestMetrics& metrics) {
     app.set_logger([&metrics](const httplib::Request&, const httplib::Response& res) {
-        metrics.count_response(res.status);
+        if (RequestMetrics::InFlight* request = current_request().get()) {
+            request->status_ = res.status; // counted by sent(), if it leaves
+        } else {
+            metrics.count_response(res.status); // served outside the wirings: nobody to ask
+        }
     });
 }

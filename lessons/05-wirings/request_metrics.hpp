@@ -5,8 +5,12 @@
 //    request waiting in the platform executor's queue is NOT in flight: its connection is open
 //    (connector_connections_current counts it) but the app has not started on it. Under vt every
 //    request whose head has arrived is in flight at once.
-//  * responses by status: every response cpp-httplib writes (count_responses installs its
-//    logger, which process_request calls after writing each one, 404s and 500s included).
+//  * responses by status: every response the app sent, 404s and 500s included. cpp-httplib
+//    reports each one it writes to its logger (count_responses installs one), but it writes into
+//    the connector's buffer: the response leaves only when the connector flushes it, after the
+//    logger ran. So the logger only notes the status in the request's InFlight guard, and the
+//    executor counts it once serve() says the response was sent (InFlight::sent). A response
+//    whose client was gone, or took none of it within the write timeout, is not counted.
 //    The connector's own refusals (408, 413, 431 ...) never reach the app and are not counted.
 //
 // Everything is an atomic: handlers on carriers and on platform threads update it, and the
@@ -22,24 +26,29 @@
 
 class RequestMetrics {
 public:
-    // A request inside the app for the guard's lifetime (RAII: an exception cannot leak a count).
+    // A request inside the app for the guard's lifetime (RAII: an exception cannot leak a count),
+    // and the status of its response until sent() says whether it left.
     class InFlight {
     public:
-        explicit InFlight(RequestMetrics& metrics) : metrics_(metrics) {
-            metrics_.inflight_.fetch_add(1, std::memory_order_relaxed);
-        }
-        ~InFlight() { metrics_.inflight_.fetch_sub(1, std::memory_order_relaxed); }
+        explicit InFlight(RequestMetrics& metrics);
+        ~InFlight();
         InFlight(const InFlight&) = delete;
         InFlight& operator=(const InFlight&) = delete;
 
+        // Takes serve()'s result (true: the response was sent) and passes it on. Counts the
+        // response by its status when it was sent.
+        bool sent(bool sent);
+
     private:
+        friend void count_responses(httplib::Server& app, RequestMetrics& metrics);
         RequestMetrics& metrics_;
+        int status_ = 0; // the status of the response cpp-httplib wrote; 0: none yet
     };
 
     int inflight() const { return inflight_.load(std::memory_order_relaxed); }
 
     void count_response(int status);
-    // Responses written with `status` so far.
+    // Responses sent with `status` so far.
     std::uint64_t responses(int status) const;
 
     // http_server_requests_inflight and http_server_requests_total{status="..."}.

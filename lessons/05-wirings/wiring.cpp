@@ -2,8 +2,8 @@
 
 Connector::Executor on_connection_fiber(RequestMetrics& metrics) {
     return [&metrics](const std::function<bool()>& serve) {
-        const RequestMetrics::InFlight in_flight(metrics);
-        return serve();
+        RequestMetrics::InFlight in_flight(metrics);
+        return in_flight.sent(serve()); // serve() is true when the response was sent
     };
 }
 
@@ -11,8 +11,8 @@ Connector::Executor on_platform_threads(PlatformExecutor& threads, RequestMetric
     return [&threads, &metrics](const std::function<bool()>& serve) {
         return threads.run([&] {
             // Counted from the moment a thread takes the request, not while it is queued.
-            const RequestMetrics::InFlight in_flight(metrics);
-            return serve();
+            RequestMetrics::InFlight in_flight(metrics);
+            return in_flight.sent(serve());
         });
     };
 }

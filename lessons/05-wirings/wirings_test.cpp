@@ -16,10 +16,12 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <sys/socket.h>
 #include <thread>
 #include <vector>
 
@@ -52,10 +54,11 @@ struct WiredServer {
     HttpApp app;
     RequestMetrics metrics;
     Latch release;
+    std::atomic<int> huge_requests{0};
     std::unique_ptr<PlatformExecutor> threads;
     std::unique_ptr<Connector> connector;
 
-    explicit WiredServer(Wiring wiring, int threads_max = 4) {
+    explicit WiredServer(Wiring wiring, int threads_max = 4, ConnectorOptions options = {}) {
         app.Get("/hold", [this](const httplib::Request&, httplib::Response& res) {
             release.wait();
             res.set_content("released\n", "text/plain");
@@ -63,8 +66,14 @@ struct WiredServer {
         app.Get("/where", [](const httplib::Request&, httplib::Response& res) {
             res.set_content(on_fiber() ? "fiber\n" : "thread\n", "text/plain");
         });
+        // More than the socket buffers between server and a client with a small receive buffer
+        // hold (the server's send buffer grows to 4 MiB): a client that reads none of it makes
+        // the server's send wait, and the write timeout end the connection.
+        app.Get("/huge", [this](const httplib::Request&, httplib::Response& res) {
+            ++huge_requests;
+            res.set_content(std::string(16u << 20, 'x'), "text/plain");
+        });
         count_responses(app, metrics);
-        ConnectorOptions options;
         options.port = 0;
         Connector::Executor executor;
         if (wiring == Wiring::platform) {
@@ -150,6 +159,36 @@ TEST_CASE("every response the app writes is counted by status, 404s included",
     CHECK(server.metrics.responses(200) == 2);
     CHECK(server.metrics.responses(404) == 1);
     CHECK(server.metrics.responses(500) == 0);
+}
+
+TEST_CASE("a response that never reaches its client is not counted as written",
+          "[lesson05][wiring]") {
+    for (const Wiring wiring : {Wiring::platform, Wiring::vt}) {
+        ConnectorOptions options;
+        // Short: the client below never reads, so every send waits this long, then gives up.
+        options.write_timeout = 300ms;
+        WiredServer server(wiring, 4, options);
+        const char* name = wiring == Wiring::platform ? "platform" : "vt";
+        RawConnection silent(server.port());
+        // A small buffer that stops growing: loopback's may grow to 32 MiB (net.ipv4.tcp_rmem).
+        const int small = 16 * 1024;
+        ::setsockopt(silent.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        REQUIRE(silent.send(get_request("/huge")));
+        STEP(name << ": GET /huge (16 MiB) sent by a client that reads none of it; write "
+                     "timeout 0.3 s");
+        REQUIRE(eventually([&] {
+            return server.huge_requests == 1 && server.connector->open_connections() == 0;
+        }));
+        STEP("its handler ran; the server gave up on the response and closed the connection");
+        CHECK(server.metrics.responses(200) == 0);
+        RawConnection reader(server.port());
+        REQUIRE(reader.send(get_request("/where")));
+        CHECK(status_of(reader.receive_response(5s)) == 200);
+        STEP("a response the client read is counted");
+        // Counted just after the send that delivered it, so perhaps after the client read it.
+        CHECK(eventually([&] { return server.metrics.responses(200) == 1; }));
+        CHECK(eventually([&] { return server.metrics.inflight() == 0; }));
+    }
 }
 
 TEST_CASE("the platform executor serves its queue first come, first served",

@@ -19,6 +19,16 @@ SpikeTarget target_of(const SpikeOptions& options) {
     return target;
 }
 
+// Writes the row of a begun attempt when it goes out of scope: exactly one row per attempt on
+// every path. Should the attempt throw (memory ran out), its row says -2, the status it holds
+// then, before the exception ends the worker.
+struct RowOnExit {
+    SpikeLog& log;
+    int worker;
+    const int& status;
+    ~RowOnExit() { log.finish(worker, status, std::chrono::steady_clock::now()); }
+};
+
 } // namespace
 
 std::chrono::microseconds worker_offset(int worker, int workers, std::chrono::milliseconds ramp) {
@@ -62,8 +72,11 @@ void Spike::work(int worker) {
     while (Clock::now() < end_) {
         const Clock::time_point began = Clock::now();
         if (!log_.begin(worker, began)) break; // interrupted
-        const int status = attempt(connection, target_, began);
-        log_.finish(worker, status, Clock::now());
+        int status = sentinel::transport_error;
+        {
+            const RowOnExit row{log_, worker, status};
+            status = attempt(connection, target_, began);
+        }
         if (status != 200)
             boost::this_fiber::sleep_until(std::min(Clock::now() + options_.backoff, end_));
     }

@@ -8,7 +8,9 @@
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
+#include <dlfcn.h>
 #include <httplib.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -286,7 +288,22 @@ std::string program() {
     return std::string(BIN_DIR) + "/spike";
 }
 
+// An exception no attempt expects (memory ran out, a bug), injected where the spike's client
+// reads: this program defines recv(), which the linker prefers to libc's. When armed, the next
+// recv() on a spike carrier thread throws; every other call goes to the real one.
+std::atomic<bool> recv_throws{false};
+
 } // namespace
+
+extern "C" ssize_t recv(int fd, void* data, size_t size, int flags) {
+    static const auto next =
+        reinterpret_cast<ssize_t (*)(int, void*, size_t, int)>(::dlsym(RTLD_NEXT, "recv"));
+    char name[16] = {};
+    ::pthread_getname_np(::pthread_self(), name, sizeof name);
+    if (std::strncmp(name, "spike-", 6) == 0 && recv_throws.exchange(false))
+        throw std::runtime_error("an exception inside an attempt (injected into recv)");
+    return next(fd, data, size, flags);
+}
 
 // --- Schedule and bookkeeping ------------------------------------------------------------------
 
@@ -489,6 +506,23 @@ TEST_CASE("an interrupted spike records the attempts in flight as -4", "[spike]"
         CHECK(row.latency_ms >= 400); // they started a moment after the spike, 0.5 s before
     }
     CHECK(spike.counts().in_flight == 0);
+}
+
+TEST_CASE("an exception inside an attempt still leaves exactly one row, and nothing in flight",
+          "[spike]") {
+    MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 10ms);
+    STEP("1 worker, hold 0.3 s; its first attempt's read throws an exception");
+    recv_throws = true;
+    SpikeCounts counts;
+    const auto rows = run(short_spike("exception", server.port(), 1, 0ms, 300ms), &counts);
+    CHECK_FALSE(recv_throws.load()); // it fired
+    STEP("the spike ended with " << rows.size() << " rows, " << counts.in_flight << " in flight");
+    // The exception ends that worker (its carrier reports it), but only after its attempt has
+    // its row: -2, like any other failure to get an answer.
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].status == -2);
+    CHECK(counts.rows == 1);
+    CHECK(counts.in_flight == 0);
 }
 
 // --- The probe ---------------------------------------------------------------------------------
