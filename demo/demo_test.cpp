@@ -254,7 +254,9 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
     CHECK(gated.count(503) > gated.count(200));
     CHECK(gated.count(200) >= 500);
     CHECK(gated.count(500) == 0);
-    CHECK(gated.median_ms(503) < 50); // the target is 2 ms; 50 leaves room for a busy machine
+    // Well under 1 ms on a quiet machine (the SUMMARY prints it); 500 ms, a sixth of the 3 s
+    // pool timeout a queued request would wait, holds on a machine busy with other work too.
+    CHECK(gated.median_ms(503) < 500);
     CHECK(gated.max_pool_pending <= pool_size);
 
     // vt-ceiling: open connections plateau at max-connections, never above; the workers beyond

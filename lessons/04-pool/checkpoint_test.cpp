@@ -90,10 +90,11 @@ TEST_CASE("fifty clients on /work get the pool's ceiling, 10 / 0.05 s, and no mo
     CHECK(load.statuses.size() == 1); // only 200s: the 30 s timeout is never reached here
     // The ceiling is physics: 10 connections that each hold a query for >= 50 ms cannot serve
     // more than 200 a second (5% over, for the requests already running when the clock
-    // started). The floor is generous: half the ceiling still fails a pool that serialises
-    // queries or leaves connections idle, but passes on a machine shared with other builds.
+    // started). The floor only proves the queries overlap: one connection at a time serves at
+    // most 20 a second, and 60 needs three at once, which a machine busy with other builds
+    // still gives. The ten backend pids below show that every connection did its share.
     CHECK(load.goodput() <= 210);
-    CHECK(load.goodput() >= 100);
+    CHECK(load.goodput() >= 60);
     CHECK(load.backend_pids.size() == 10); // all ten connections did the work, and no others
 }
 
@@ -106,7 +107,7 @@ TEST_CASE("half the pool, half the ceiling: --pool-size 5 serves at most 100 a s
     STEP("50 clients for 4 s: " << describe(load));
     CHECK(load.statuses.size() == 1);
     CHECK(load.goodput() <= 105);
-    CHECK(load.goodput() >= 50);
+    CHECK(load.goodput() >= 40); // twice what one connection at a time can do: they overlap
     CHECK(load.backend_pids.size() == 5);
 }
 

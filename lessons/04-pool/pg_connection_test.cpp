@@ -96,8 +96,8 @@ TEST_CASE("connecting and querying park the fiber: its carrier keeps running the
     STEP("while one fiber connected and slept 0.5 s in PostgreSQL, its neighbour ticked "
          << ticks << " times (every 10 ms)");
     // A blocking libpq call would have held the carrier for the whole 0.5 s: one tick at most.
-    // 20 of the ~50 possible leaves room for a busy machine.
-    CHECK(ticks >= 20);
+    // 5 of the ~50 possible still passes when a busy machine wakes each tick 90 ms late.
+    CHECK(ticks >= 5);
 }
 
 TEST_CASE("an SQL error fails the statement but leaves the connection usable", "[lesson04][pg]") {
@@ -134,7 +134,8 @@ TEST_CASE("a refused connection fails at once with one line saying why", "[lesso
                              "server running on that host and accepting TCP/IP connections?");
         CHECK(e.connection_lost());
     }
-    CHECK(seconds_since(start) < 2.0);
+    // Refused at once; a client that waited for an answer would give up at the 5 s timeout.
+    CHECK(seconds_since(start) < 4.0);
 }
 
 TEST_CASE("a server that never answers the handshake times out the connect", "[lesson04][pg]") {

@@ -27,22 +27,35 @@ std::string first_line_of(const std::string& path) {
     return line;
 }
 
+// Where pg-cluster keeps the server's own files (data/, server.log) for a cluster in `dir`: `dir`
+// itself, or, when the server's user may not enter `dir` (a checkout under /root, run as root),
+// the directory `dir`/home names.
+std::string server_home_of(const std::string& dir) {
+    const std::string moved = first_line_of(dir + "/home");
+    return moved.empty() ? dir : moved;
+}
+
 } // namespace
 
 std::string test_conninfo() {
     if (const char* from_environment = std::getenv("PG_CONNINFO");
         from_environment && *from_environment)
         return from_environment;
-    const std::string conninfo = first_line_of(PG_FIXTURE_DIR "/conninfo");
-    if (conninfo.empty() || access(PG_FIXTURE_DIR "/data/postmaster.pid", F_OK) != 0)
+    return cluster_conninfo(PG_FIXTURE_DIR);
+}
+
+std::string cluster_conninfo(const std::string& dir) {
+    const std::string conninfo = first_line_of(dir + "/conninfo");
+    const std::string pid_file = server_home_of(dir) + "/data/postmaster.pid";
+    if (conninfo.empty() || access(pid_file.c_str(), F_OK) != 0)
         throw std::runtime_error(
             "no PostgreSQL for this test: run it through ctest (the `postgres` fixture starts "
             "one), or as `lessons/tools/pg-cluster run -- <test program>`");
     return conninfo;
 }
 
-PrivateCluster::PrivateCluster(const std::string& name)
-    : dir_(test_log_dir() + "/pg-" + name + "." + std::to_string(::getpid())) {
+PrivateCluster::PrivateCluster(const std::string& name, const std::string& parent)
+    : dir_(parent + "/pg-" + name + "." + std::to_string(::getpid())) {
     run("start",
         {"start", dir_, "--port", "auto", "--stop-with", std::to_string(::getpid()), "--replace"});
     conninfo_ = first_line_of(dir_ + "/conninfo");
@@ -51,8 +64,8 @@ PrivateCluster::PrivateCluster(const std::string& name)
 
 PrivateCluster::~PrivateCluster() {
     std::string output;
-    run_program({PG_CLUSTER, "stop", dir_}, output, std::chrono::seconds(60));
-    run_program({"/bin/rm", "-rf", dir_}, output);
+    // --delete: its data too, wherever pg-cluster put it.
+    run_program({PG_CLUSTER, "stop", dir_, "--delete"}, output, std::chrono::seconds(60));
 }
 
 void PrivateCluster::stop() {

@@ -22,16 +22,21 @@
 // how to get a server when there is neither.
 std::string test_conninfo();
 
+// The connection string of the cluster `pg-cluster start DIR` started, while it runs. Throws
+// std::runtime_error saying how to get a server when none runs there.
+std::string cluster_conninfo(const std::string& dir);
+
 // A private server for a test that must stop and restart it (the shared one serves other
-// tests). Started in a fresh directory under the build's test-logs; stopped by the destructor,
-// and by pg-cluster's watchdog should this test process die first.
+// tests). Started in a fresh directory under `parent` (the build's test-logs); stopped by the
+// destructor, and by pg-cluster's watchdog should this test process die first.
 class PrivateCluster {
 public:
-    explicit PrivateCluster(const std::string& name);
+    explicit PrivateCluster(const std::string& name, const std::string& parent = test_log_dir());
     ~PrivateCluster();
     PrivateCluster(const PrivateCluster&) = delete;
     PrivateCluster& operator=(const PrivateCluster&) = delete;
 
+    const std::string& dir() const { return dir_; }
     const std::string& conninfo() const { return conninfo_; }
     int port() const { return port_; }
     // Fast shutdown: sessions get 57P01 "terminating connection due to administrator command".

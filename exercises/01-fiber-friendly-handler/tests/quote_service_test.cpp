@@ -56,7 +56,7 @@ TEST_CASE("ten fibers waiting for suppliers on one carrier take about one wait a
     STEP("10 fibers each called wait_for_supplier(300ms); all done after " << total_ms << " ms");
     for (double ms : waited_ms)
         CHECK(ms >= 295);   // each one really waited
-    CHECK(total_ms < 1500); // blocking waits take turns: 10 x 300 ms = 3,000 ms
+    CHECK(total_ms < 2400); // blocking waits take turns: 10 x 300 ms = 3,000 ms at the least
 }
 
 TEST_CASE("while a fiber waits for a supplier the other fibers on its carrier keep running",
@@ -98,7 +98,7 @@ TEST_CASE("a fiber waiting for a price gets it when a fiber on the same carrier 
          "250 after 100 ms; A got "
          << (price ? std::to_string(*price) : "nothing") << " after " << waited_ms << " ms");
     CHECK(price.value_or(-1) == 250);
-    CHECK(waited_ms < 1000); // a wait that blocks the carrier never lets B publish: 3,000 ms
+    CHECK(waited_ms < 2400); // a wait that blocks the carrier never lets B publish: 3,000 ms
     STEP("a price already published is returned at once");
     std::optional<int> again;
     REQUIRE(carrier.run([&] { again = board.wait_for_price("tea", 3000ms); }));
@@ -159,7 +159,7 @@ TEST_CASE("the best of three suppliers takes about as long as the slowest and no
          << best << " after " << took_ms << " ms");
     CHECK(best == 95);
     CHECK(took_ms >= 295);
-    CHECK(took_ms < 500); // one after another: 600 ms
+    CHECK(took_ms < 590); // one after another: 600 ms at the least, however idle the machine
     const TickerReport report = ticker.stop();
     STEP("meanwhile the longest gap of a ticker fiber on the carrier was " << report.longest_gap_ms
                                                                            << " ms");
@@ -183,7 +183,7 @@ TEST_CASE("a supplier that fails makes best_price throw after asking all at once
     STEP("three suppliers answer after 300 ms each; the second throws; best_price ended after "
          << took_ms << " ms with '" << error << "'");
     CHECK(error == "supplier is out of stock");
-    CHECK(took_ms < 550); // one after another: 600 ms
+    CHECK(took_ms < 590); // one after another: 600 ms at the least, however idle the machine
 }
 
 TEST_CASE("five concurrent GET /quote requests on one carrier take about one request's time",
@@ -212,6 +212,6 @@ TEST_CASE("five concurrent GET /quote requests on one carrier take about one req
     }
     STEP("5 concurrent requests; the slowest answer came after " << slowest << " s");
     // Fibers that overlap every wait: 0.3 s. Suppliers asked in turn: 0.9 s. Blocking waits:
-    // the five requests take turns, 1.5 s and more.
-    CHECK(slowest < 0.7);
+    // the five requests take turns, 1.5 s and more. 0.85 s is below both, whatever the load.
+    CHECK(slowest < 0.85);
 }

@@ -51,7 +51,7 @@ TEST_CASE("free resources are lent at once and come back when their leases end",
     STEP("a pool of 2 lent resources " << a.id() << " and " << b.id() << " in " << ms_since(began)
                                        << " ms");
     CHECK(std::set<int>{a.id(), b.id()} == std::set<int>{0, 1});
-    CHECK(ms_since(began) < 100);
+    CHECK(ms_since(began) < 500); // at once, not after the pool's 1,000 ms timeout
 
     const int returned = a.id();
     a.release();

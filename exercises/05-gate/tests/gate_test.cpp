@@ -99,7 +99,7 @@ TEST_CASE("at its limit a REJECT gate refuses at once and counts the rejections"
     STEP("two callers inside a gate of limit 2; 100 more tried to enter: "
          << refused << " refused in " << took_ms << " ms with '" << message << "'");
     CHECK(refused == 100);
-    CHECK(took_ms < 100);
+    CHECK(took_ms < 1000); // at once: a refusal that waited even 10 ms would take 1,000 ms
     CHECK_THAT(message, Catch::Contains("Concurrency limit reached: 2"));
     CHECK(gate.rejections() == 100);
     CHECK(gate.in_use() == 2);

@@ -110,7 +110,7 @@ TEST_CASE("five receipts on one carrier are rendered side by side", "[ex6][task_
     for (int i = 0; i < 5; ++i)
         CHECK(answers[static_cast<std::size_t>(i)] ==
               "receipt #" + std::to_string(i) + ": 1 x tea, 2.50\n");
-    CHECK(took_ms < 600); // in turns, on the carrier: 1,000 ms
+    CHECK(took_ms < 800); // in turns, on the carrier: 1,000 ms at the least; side by side 200
 }
 
 TEST_CASE("GET /report computes without holding its carrier for long", "[ex6][task_4][points=2]") {
