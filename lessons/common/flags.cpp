@@ -11,13 +11,8 @@
 namespace {
 
 double parse_number(const std::string& text) {
-    std::size_t used = 0;
-    double value = NAN;
-    try {
-        value = std::stod(text, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != text.size() || !std::isfinite(value))
+    double value = 0;
+    if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value))
         throw std::invalid_argument("'" + text + "' is not a number");
     return value;
 }
