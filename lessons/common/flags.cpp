@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <stdexcept>
 
 namespace {
@@ -40,23 +41,14 @@ void extend_every_program(FlagsExtension extension) {
 }
 
 std::chrono::milliseconds parse_duration(const std::string& text) {
-    // Longest suffixes first, so that "ms" is not read as "m" followed by garbage.
-    static const std::pair<std::string, double> units[] = {
+    static const std::map<std::string, double> ms_per_unit = {
         {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1000}}; // bare: seconds
-    for (const auto& [suffix, factor] : units) {
-        if (text.size() <= suffix.size() ||
-            text.compare(text.size() - suffix.size(), suffix.size(), suffix) != 0)
-            continue;
-        double value = 0;
-        try {
-            value = parse_number(text.substr(0, text.size() - suffix.size()));
-        } catch (const std::invalid_argument&) {
-            break;
-        }
-        if (value < 0) throw std::invalid_argument("'" + text + "' is negative");
-        return std::chrono::milliseconds(std::llround(value * factor));
-    }
-    throw std::invalid_argument("'" + text + "' is not a duration (examples: 500ms, 30s, 2m)");
+    const auto digits_end = std::min(text.find_first_not_of("0123456789."), text.size());
+    const auto unit = ms_per_unit.find(text.substr(digits_end));
+    double value = 0;
+    if (unit == ms_per_unit.end() || !CLI::detail::lexical_cast(text.substr(0, digits_end), value))
+        throw std::invalid_argument("'" + text + "' is not a duration (examples: 500ms, 30s, 2m)");
+    return std::chrono::milliseconds(std::llround(value * unit->second));
 }
 
 std::string format_duration(std::chrono::milliseconds value) {
@@ -67,7 +59,7 @@ std::string format_duration(std::chrono::milliseconds value) {
 
 Flags::Flags(std::string program, std::string summary)
     : program_(program), app_(std::make_unique<CLI::App>(std::move(summary), std::move(program))) {
-    app_->get_formatter()->column_width(30);
+    app_->get_formatter()->column_width(32);
     app_->get_formatter()->label("OPTIONS", "FLAGS");
     app_->option_defaults()->group("Flags");
     app_->set_help_flag("-h,--help", "print this and exit");

@@ -5,9 +5,8 @@
 // `--name=value` lines a shell accepts back, and exits 0 (a program that declares its own
 // print-config flag keeps it). Anything the program does not understand (an unknown flag, a
 // missing or malformed value) prints one line, `<program>: <what is wrong> (try --help)`, and
-// exits 2. Every flag is parsed before --help is honoured, so `ARGS --help` exits 0 only when
-// ARGS are right. Durations take units (`500ms`, `30s`, `2m`); a bare number means seconds and
-// may have a fraction (`0.5`).
+// exits 2. Every value is converted before --help is honoured: `ARGS --help` exits 0 only when
+// ARGS are right.
 #pragma once
 
 #include <chrono>
@@ -69,7 +68,8 @@ struct FlagsExtension {
 };
 void extend_every_program(FlagsExtension extension);
 
-// "30s" -> 30000 ms. Throws std::invalid_argument with a readable message.
+// "30s" -> 30000 ms; units ms, s, m, h; a bare number is seconds and may have a fraction ("0.5").
+// Throws std::invalid_argument with a readable message.
 std::chrono::milliseconds parse_duration(const std::string& text);
 
 // 30000 ms -> "30s", 1500 ms -> "1500ms": the inverse of parse_duration, for messages.

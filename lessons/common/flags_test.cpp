@@ -77,7 +77,8 @@ TEST_CASE("a bad flag is one message that names the flag and what is wrong with 
         {{"--port", "1.5"}, "--port: '1.5' is not an integer"},
         {{"--share", "nan"}, "--share: 'nan' is not a number"},
         {{"--timeout", "soon"}, "--timeout: 'soon' is not a duration (examples: 500ms, 30s, 2m)"},
-        {{"--timeout", "-1s"}, "--timeout: '-1s' is negative"},
+        {{"--timeout", "-1s"}, "--timeout: '-1s' is not a duration (examples: 500ms, 30s, 2m)"},
+        {{"--timeout", "5 s"}, "--timeout: '5 s' is not a duration (examples: 500ms, 30s, 2m)"},
         {{"--profile", "gated"}, "--profile: 'gated' is not one of platform|vt"},
         // Every value is checked before --help is honoured (lessons/tools/check-commands relies
         // on `ARGS --help` failing when ARGS are wrong).
@@ -100,6 +101,7 @@ TEST_CASE("durations take ms, s, m and h, and a bare number means seconds", "[fl
     CHECK(parse_duration("2m") == 2min);
     CHECK(parse_duration("1h") == 1h);
     CHECK(parse_duration("0.5") == 500ms);
+    CHECK(parse_duration("1.5m") == 90s);
     CHECK(format_duration(30s) == "30s");
     CHECK(format_duration(1500ms) == "1500ms");
     CHECK(format_duration(0ms) == "0ms");
