@@ -1,63 +1,54 @@
 #include "flags.hpp"
 
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
+#include <map>
 #include <stdexcept>
 
 namespace {
 
-std::string error_or_empty(const std::function<void()>& fn) {
-    try {
-        fn();
-        return "";
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-}
-
 double parse_number(const std::string& text) {
-    std::size_t used = 0;
     double value = 0;
-    try {
-        value = std::stod(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used == 0 || used != text.size() || !std::isfinite(value))
+    if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value))
         throw std::invalid_argument("'" + text + "' is not a number");
     return value;
 }
 
+// --print-config's values must survive being pasted into a shell.
+std::string shell_quoted(const std::string& text) {
+    if (!text.empty() && text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
+                                                "XYZ0123456789-_./:,@+") == std::string::npos)
+        return text;
+    std::string quoted = "'";
+    for (char c : text)
+        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
+std::vector<FlagsExtension>& extensions() {
+    static std::vector<FlagsExtension> registered; // a function's static: safe from initializers
+    return registered;
+}
+
 } // namespace
 
+void extend_every_program(FlagsExtension extension) {
+    extensions().push_back(std::move(extension));
+}
+
 std::chrono::milliseconds parse_duration(const std::string& text) {
-    struct Unit {
-        const char* suffix;
-        double ms;
-    };
-    // Longest suffixes first, so that "ms" is not read as "m" followed by garbage.
-    static const Unit units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
-    double factor = 1000; // a bare number means seconds
-    std::string number = text;
-    for (const auto& unit : units) {
-        const std::string suffix = unit.suffix;
-        if (text.size() > suffix.size() &&
-            text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0) {
-            number = text.substr(0, text.size() - suffix.size());
-            factor = unit.ms;
-            break;
-        }
-    }
+    static const std::map<std::string, double> ms_per_unit = {
+        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1000}}; // bare: seconds
+    const auto digits_end = std::min(text.find_first_not_of("0123456789."), text.size());
+    const auto unit = ms_per_unit.find(text.substr(digits_end));
     double value = 0;
-    try {
-        value = parse_number(number);
-    } catch (const std::invalid_argument&) {
+    if (unit == ms_per_unit.end() || !CLI::detail::lexical_cast(text.substr(0, digits_end), value))
         throw std::invalid_argument("'" + text + "' is not a duration (examples: 500ms, 30s, 2m)");
-    }
-    if (value < 0) throw std::invalid_argument("'" + text + "' is negative");
-    return std::chrono::milliseconds(static_cast<long long>(std::llround(value * factor)));
+    return std::chrono::milliseconds(std::llround(value * unit->second));
 }
 
 std::string format_duration(std::chrono::milliseconds value) {
@@ -67,124 +58,132 @@ std::string format_duration(std::chrono::milliseconds value) {
 }
 
 Flags::Flags(std::string program, std::string summary)
-    : program_(std::move(program)), summary_(std::move(summary)) {
+    : program_(program), app_(std::make_unique<CLI::App>(std::move(summary), std::move(program))) {
+    app_->get_formatter()->column_width(32);
+    app_->get_formatter()->label("OPTIONS", "FLAGS");
+    app_->option_defaults()->group("Flags");
+    app_->set_help_flag("-h,--help", "print this and exit");
+    app_->allow_extras(); // try_parse words the message about an unknown flag itself
 }
 
-Flags& Flags::add_flag(Flag flag) {
-    flags_.push_back(std::move(flag));
+Flags::~Flags() = default;
+
+// Every flag with a value goes through here: `set` converts the text (throwing
+// std::invalid_argument with what a user reads), `show` gives the value for --help's default
+// and for --print-config.
+Flags& Flags::add_value(const std::string& name, const std::string& help,
+                        std::function<void(const std::string&)> set,
+                        std::function<std::string()> show) {
+    const std::string flag = "--" + name;
+    const auto convert = [flag, set](const CLI::results_t& given) {
+        try {
+            set(given.back());
+        } catch (const std::invalid_argument& e) {
+            throw CLI::ValidationError(flag, e.what());
+        }
+        return true;
+    };
+    const std::string shown = show();
+    app_->add_option(flag, convert, help + (shown.empty() ? "" : " [default: " + shown + "]"))
+        ->type_name("VALUE")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast); // the last one given wins
+    shown_.emplace_back(name, std::move(show));
     return *this;
 }
 
 Flags& Flags::add(const std::string& name, int& value, const std::string& help) {
-    return add_flag({name, help, std::to_string(value), false, [&value](const std::string& text) {
-                         return error_or_empty([&] {
-                             const double number = parse_number(text);
-                             if (number != std::floor(number) || std::fabs(number) > 2e9)
-                                 throw std::invalid_argument("'" + text + "' is not an integer");
-                             value = static_cast<int>(number);
-                         });
-                     }});
+    const auto set = [&value](const std::string& text) {
+        const double number = parse_number(text);
+        if (number != std::floor(number) || std::fabs(number) > 2e9)
+            throw std::invalid_argument("'" + text + "' is not an integer");
+        value = static_cast<int>(number);
+    };
+    return add_value(name, help, set, [&value] { return std::to_string(value); });
 }
 
 Flags& Flags::add(const std::string& name, double& value, const std::string& help) {
-    std::ostringstream shown;
-    shown << value;
-    return add_flag({name, help, shown.str(), false, [&value](const std::string& text) {
-                         return error_or_empty([&] { value = parse_number(text); });
-                     }});
+    const auto set = [&value](const std::string& text) { value = parse_number(text); };
+    return add_value(name, help, set, [&value] { return CLI::detail::to_string(value); });
 }
 
 Flags& Flags::add(const std::string& name, std::string& value, const std::string& help) {
-    return add_flag(
-        {name, help, value.empty() ? "" : value, false, [&value](const std::string& text) {
-             value = text;
-             return std::string();
-         }});
+    return add_value(
+        name, help, [&value](const std::string& text) { value = text; },
+        [&value] { return value; });
 }
 
 Flags& Flags::add(const std::string& name, std::chrono::milliseconds& value,
                   const std::string& help) {
-    return add_flag({name, help, format_duration(value), false, [&value](const std::string& text) {
-                         return error_or_empty([&] { value = parse_duration(text); });
-                     }});
+    const auto set = [&value](const std::string& text) { value = parse_duration(text); };
+    return add_value(name, help, set, [&value] { return format_duration(value); });
 }
 
 Flags& Flags::add(const std::string& name, bool& value, const std::string& help) {
-    return add_flag({name, help, "", true, [&value](const std::string&) {
-                         value = true;
-                         return std::string();
-                     }});
+    app_->add_flag("--" + name, value, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    shown_.emplace_back(name, [&value] { return value ? "true" : "false"; });
+    return *this;
 }
 
 Flags& Flags::add(const std::string& name, std::string& value, std::vector<std::string> choices,
                   const std::string& help) {
-    std::string list;
-    for (const auto& choice : choices)
-        list += (list.empty() ? "" : "|") + choice;
-    return add_flag({name, help + " (" + list + ")", value, false,
-                     [&value, choices, list](const std::string& text) {
-                         for (const auto& choice : choices)
-                             if (choice == text) {
-                                 value = text;
-                                 return std::string();
-                             }
-                         return "'" + text + "' is not one of " + list;
-                     }});
+    const std::string list = CLI::detail::join(choices, "|");
+    const auto set = [&value, choices, list](const std::string& text) {
+        if (std::find(choices.begin(), choices.end(), text) == choices.end())
+            throw std::invalid_argument("'" + text + "' is not one of " + list);
+        value = text;
+    };
+    return add_value(name, help + " (" + list + ")", set, [&value] { return value; });
 }
 
 std::string Flags::try_parse(const std::vector<std::string>& args) {
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        if (arg == "--help" || arg == "-h") {
-            help_requested_ = true;
-            return "";
-        }
-        if (arg.rfind("--", 0) != 0) return "unexpected argument '" + arg + "'";
-        const auto equals = arg.find('=');
-        const std::string name = arg.substr(2, equals == std::string::npos ? arg.npos : equals - 2);
-        Flag* flag = nullptr;
-        for (auto& candidate : flags_)
-            if (candidate.name == name) flag = &candidate;
-        if (flag == nullptr) return "unknown flag '--" + name + "'";
-        std::string value;
-        if (flag->is_switch) {
-            if (equals != std::string::npos) return "--" + name + " takes no value";
-        } else if (equals != std::string::npos) {
-            value = arg.substr(equals + 1);
-        } else if (i + 1 < args.size()) {
-            value = args[++i];
-        } else {
-            return "--" + name + " needs a value";
-        }
-        const std::string error = flag->set(value);
-        if (!error.empty()) return "--" + name + ": " + error;
+    if (!extended_) {
+        extended_ = true;
+        for (const auto& extension : extensions())
+            if (extension.add) extension.add(*this);
+        if (app_->get_option_no_throw("--print-config") == nullptr) // lessons 05-06 have their own
+            app_->add_flag("--print-config", print_config_,
+                           "print every flag's value as --name=value lines and exit");
     }
+    try {
+        app_->parse(std::vector<std::string>(args.rbegin(), args.rend())); // CLI11 pops the back
+    } catch (const CLI::CallForHelp&) {
+        help_requested_ = true; // CLI11 gets here only once every value has converted
+    } catch (const CLI::ArgumentMismatch& e) {
+        const std::string what = e.what(); // "--port: 1 required VALUE missing"
+        return what.substr(0, what.find(':')) + " needs a value";
+    } catch (const CLI::ParseError& e) {
+        return e.what();
+    }
+    if (!app_->remaining().empty()) {
+        const std::string first = app_->remaining().front();
+        if (first[0] == '-') return "unknown flag '" + first.substr(0, first.find('=')) + "'";
+        return "unexpected argument '" + first + "'";
+    }
+    if (!help_requested_ && !print_config_)
+        for (const auto& extension : extensions())
+            if (extension.parsed) extension.parsed(program_);
     return "";
 }
 
 void Flags::parse(int argc, char** argv) {
     const std::string error = try_parse(std::vector<std::string>(argv + 1, argv + argc));
-    if (help_requested_) {
-        std::fputs(usage().c_str(), stdout);
-        std::exit(0);
-    }
     if (!error.empty()) {
         std::fprintf(stderr, "%s: %s (try --help)\n", program_.c_str(), error.c_str());
         std::exit(2);
     }
+    if (help_requested_ || print_config_) {
+        std::fputs((help_requested_ ? usage() : config()).c_str(), stdout);
+        std::exit(0);
+    }
 }
 
 std::string Flags::usage() const {
-    std::ostringstream out;
-    out << "usage: " << program_ << " [flags]\n\n" << summary_ << "\n\nflags:\n";
-    for (const auto& flag : flags_) {
-        std::string left = "  --" + flag.name + (flag.is_switch ? "" : " VALUE");
-        out << left;
-        out << std::string(left.size() < 28 ? 28 - left.size() : 1, ' ') << flag.help;
-        if (!flag.is_switch && !flag.default_text.empty())
-            out << " [default: " << flag.default_text << "]";
-        out << "\n";
-    }
-    out << "  --help                    print this and exit\n";
-    return out.str();
+    return app_->help();
+}
+
+std::string Flags::config() const {
+    std::string lines;
+    for (const auto& [name, show] : shown_)
+        lines += "--" + name + "=" + shell_quoted(show()) + "\n";
+    return lines;
 }

@@ -1,31 +1,40 @@
-// Command-line flags for every program in this repository.
+// Command-line flags for every program in this repository, parsed by CLI11.
 //
-// Contract: `--name value` and `--name=value`; `--help` prints the usage and exits 0; anything the
-// program does not understand (an unknown flag, a missing or malformed value) prints one line,
-// `<program>: <what is wrong> (try --help)`, and exits with status 2. Durations take units
-// (`500ms`, `30s`, `2m`); a bare number means seconds and may have a fraction (`0.5`).
+// Contract: `--name value` and `--name=value` (the last one given wins); `--help` explains every
+// flag with its default and exits 0; `--print-config` prints every flag's effective value as
+// `--name=value` lines a shell accepts back, and exits 0 (a program that declares its own
+// print-config flag keeps it). Anything the program does not understand (an unknown flag, a
+// missing or malformed value) prints one line, `<program>: <what is wrong> (try --help)`, and
+// exits 2. Every value is converted before --help is honoured: `ARGS --help` exits 0 only when
+// ARGS are right.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 class Flags {
 public:
     Flags(std::string program, std::string summary);
+    ~Flags();
 
     Flags& add(const std::string& name, int& value, const std::string& help);
     Flags& add(const std::string& name, double& value, const std::string& help);
     Flags& add(const std::string& name, std::string& value, const std::string& help);
     Flags& add(const std::string& name, std::chrono::milliseconds& value, const std::string& help);
-    // A switch: present means true; it takes no value.
+    // A switch: present means true; `--name=false` is accepted too, as --print-config prints it.
     Flags& add(const std::string& name, bool& value, const std::string& help);
     // A string restricted to `choices`.
     Flags& add(const std::string& name, std::string& value, std::vector<std::string> choices,
                const std::string& help);
 
-    // Parses argv or exits: 0 after --help, 2 on any error.
+    // Parses argv or exits: 0 after --help or --print-config, 2 on any error.
     void parse(int argc, char** argv);
 
     // Parses argv; returns an error message instead of exiting ("" when all is well).
@@ -33,24 +42,34 @@ public:
     std::string try_parse(const std::vector<std::string>& args);
 
     std::string usage() const;
+    // What --print-config prints: one `--name=value` line per flag, shell-quoted.
+    std::string config() const;
 
 private:
-    struct Flag {
-        std::string name;
-        std::string help;
-        std::string default_text;
-        bool is_switch;
-        std::function<std::string(const std::string&)> set; // returns "" or an error
-    };
-    Flags& add_flag(Flag flag);
+    Flags& add_value(const std::string& name, const std::string& help,
+                     std::function<void(const std::string&)> set,
+                     std::function<std::string()> show);
 
     std::string program_;
-    std::string summary_;
-    std::vector<Flag> flags_;
+    std::unique_ptr<CLI::App> app_;
+    std::vector<std::pair<std::string, std::function<std::string()>>> shown_; // for config()
+    bool extended_ = false;
     bool help_requested_ = false;
+    bool print_config_ = false;
 };
 
-// "30s" -> 30000 ms. Throws std::invalid_argument with a readable message.
+// Flags a part linked into a program adds without the program's knowing (pindemo's detector
+// gives every fiber server --detect-pinning). Flags::parse() calls every extension's `add`
+// after the program's own flags are declared and before parsing, and `parsed` once parsing
+// succeeded (not after --help, --print-config or an error). Register from a static initializer.
+struct FlagsExtension {
+    std::function<void(Flags&)> add;
+    std::function<void(const std::string& program)> parsed;
+};
+void extend_every_program(FlagsExtension extension);
+
+// "30s" -> 30000 ms; units ms, s, m, h; a bare number is seconds and may have a fraction ("0.5").
+// Throws std::invalid_argument with a readable message.
 std::chrono::milliseconds parse_duration(const std::string& text);
 
 // 30000 ms -> "30s", 1500 ms -> "1500ms": the inverse of parse_duration, for messages.
