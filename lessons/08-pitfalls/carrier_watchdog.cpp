@@ -91,10 +91,11 @@ void CarrierWatchdog::look() {
             const std::int64_t age = now_ms() - heartbeat->last_ms;
             const bool stalled = heartbeat->beating && age >= stall_.count();
             if (stalled && !heartbeat->reported) {
+                // The threshold, not the age: the line reads the same however late we look.
                 std::fprintf(out_,
-                             "watchdog: %s has run no other fiber for %.0f s: a thread-level "
+                             "watchdog: %s has run no other fiber for %g s: a thread-level "
                              "wait (std::mutex?) inside a fiber\n",
-                             heartbeat->carrier.c_str(), age / 1000.0);
+                             heartbeat->carrier.c_str(), stall_.count() / 1000.0);
             } else if (!stalled && heartbeat->reported) {
                 std::fprintf(out_, "watchdog: %s runs other fibers again\n",
                              heartbeat->carrier.c_str());

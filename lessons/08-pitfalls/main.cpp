@@ -17,6 +17,7 @@
 #include "request_context.hpp"
 #include "wiring.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <thread>
 
