@@ -1,0 +1,87 @@
+// Lesson 08: three traps of moving code from threads to fibers, each behind a --bad-... flag.
+//
+//   GET /request-id?id=7&together=10   request-scoped data: thread_local is per carrier
+//   GET /locked?ms=100                 a std::mutex held across a fiber wait: a deadlock
+//   GET /cpu?ms=20, GET /hello         CPU-bound work holds its carrier; /hello waits behind it
+//
+// A watchdog thread reports any carrier that stops switching fibers for 2 s.
+#include "benchmark_routes.hpp"
+#include "carrier_watchdog.hpp"
+#include "connector_flags.hpp"
+#include "cpu_work.hpp"
+#include "fiber_sleep.hpp"
+#include "locked_update.hpp"
+#include "pinning_flags.hpp"
+#include "platform_executor.hpp"
+#include "process.hpp"
+#include "request_context.hpp"
+#include "wiring.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+int main(int argc, char** argv) {
+    block_shutdown_signals();
+    ConnectorOptions connector_options;
+    PinningOptions pinning;
+    std::string profile = "vt";
+    int threads_max = 200;
+    int cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    bool bad_thread_local = false, fiber_specific = false, bad_std_mutex = false,
+         bad_cpu_on_carrier = false;
+    Flags flags("lesson08", "Three pitfalls of fibers, each with an ANTI-PATTERN flag and its "
+                            "fix: GET /request-id, /locked, /cpu (and /hello beside it).");
+    add_connector_flags(flags, connector_options);
+    flags
+        .add("profile", profile, {"vt", "platform"},
+             "vt: handlers on the connection fibers; platform: on --threads-max OS threads")
+        .add("threads-max", threads_max, "OS threads running handlers under --profile platform")
+        .add("bad-thread-local", bad_thread_local,
+             "ANTI-PATTERN: /request-id keeps the request's id in a thread_local, which every "
+             "fiber on a carrier shares; requests read back each other's ids")
+        .add("fiber-specific", fiber_specific,
+             "/request-id keeps the id in a boost::fibers::fiber_specific_ptr instead of "
+             "passing it explicitly (both are correct)")
+        .add("bad-std-mutex", bad_std_mutex,
+             "ANTI-PATTERN: /locked holds a std::mutex across its fiber-aware wait; two "
+             "requests on one carrier deadlock it (the watchdog reports it)")
+        .add("bad-cpu-on-carrier", bad_cpu_on_carrier,
+             "ANTI-PATTERN: under --profile vt, /cpu computes on the carrier, and every other "
+             "fiber there (a /hello) waits until it is done")
+        .add("cpu-threads", cpu_threads,
+             "under --profile vt, /cpu computes on this many OS threads while its fiber parks");
+    add_pinning_flags(flags, pinning); // --detect-pinning: see pindemo/
+    flags.parse(argc, argv);
+    if (bad_thread_local && fiber_specific)
+        fail("lesson08", "--bad-thread-local and --fiber-specific exclude each other (try --help)",
+             2);
+    if (threads_max < 1 || cpu_threads < 1)
+        fail("lesson08", "--threads-max and --cpu-threads must be at least 1 (try --help)", 2);
+    const auto detector = start_pinning_detector(pinning, "lesson08"); // before the carriers
+
+    const bool vt = profile == "vt";
+    HttpApp app;
+    add_benchmark_routes(app, fiber_sleep, on_fiber); // GET /hello (and /benchmark)
+    Meeting meeting;
+    add_request_id_route(app,
+                         bad_thread_local ? ContextStore::thread_local_bad
+                         : fiber_specific ? ContextStore::fiber_specific
+                                          : ContextStore::explicit_argument,
+                         meeting);
+    add_locked_route(app, bad_std_mutex ? LockKind::std_mutex_bad : LockKind::fiber_mutex);
+    // Platform threads compute /cpu themselves (the kernel time-slices them); fibers hand it off.
+    std::unique_ptr<PlatformExecutor> cpu_pool;
+    if (vt && !bad_cpu_on_carrier) cpu_pool = std::make_unique<PlatformExecutor>(cpu_threads);
+    add_cpu_route(app, cpu_pool ? CpuPlacement::on_cpu_threads : CpuPlacement::on_handler,
+                  cpu_pool.get());
+
+    RequestMetrics metrics; // the wirings count requests in flight; nobody reads them here
+    std::unique_ptr<PlatformExecutor> platform;
+    if (!vt) platform = std::make_unique<PlatformExecutor>(threads_max);
+    CarrierWatchdog watchdog; // outlives the connector, whose carriers it watches
+    Connector connector(app, connector_options,
+                        watchdog.watch(vt ? on_connection_fiber(metrics)
+                                          : on_platform_threads(*platform, metrics)));
+    run_until_shutdown(connector, "lesson08");
+}
