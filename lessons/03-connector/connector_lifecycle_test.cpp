@@ -8,10 +8,9 @@
 // itself, which the linker prefers to libc's, and passes every call on to the real one unless a
 // test has armed a fault. The connector's code has no test seam.
 #include "connector.hpp"
+#include "fiber_latch.hpp"
 #include "test_support.hpp"
 
-#include <boost/fiber/condition_variable.hpp>
-#include <boost/fiber/mutex.hpp>
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -158,25 +157,6 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
         ++count;
     return count;
 }
-
-// Closed until open(); wait() parks a fiber. Another thread may open it.
-class Latch {
-public:
-    void wait() {
-        std::unique_lock<boost::fibers::mutex> lock(mutex_);
-        opened_.wait(lock, [this] { return open_; });
-    }
-    void open() {
-        std::lock_guard<boost::fibers::mutex> lock(mutex_);
-        open_ = true;
-        opened_.notify_all();
-    }
-
-private:
-    boost::fibers::mutex mutex_;
-    boost::fibers::condition_variable opened_;
-    bool open_ = false;
-};
 
 ConnectorOptions test_options() {
     ConnectorOptions options;

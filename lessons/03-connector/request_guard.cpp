@@ -1,6 +1,7 @@
 #include "request_guard.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <httplib.h> // for the library's own line limits, CPPHTTPLIB_*_MAX_LENGTH
 #include <initializer_list>
@@ -191,4 +192,23 @@ std::string refusal_response(const Refusal& refusal) {
     return "HTTP/1.1 " + std::to_string(refusal.status) + " " + reason_phrase(refusal.status) +
            "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
            "\r\nConnection: close\r\n\r\n" + body;
+}
+
+std::string spelled_out(std::string_view bytes) {
+    std::string out;
+    for (const char c : bytes) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (byte < 0x20 || byte >= 0x7f) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02x", byte);
+            out += hex;
+        } else {
+            out += c;
+        }
+    }
+    return out;
 }

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 struct GuardLimits {
     // Request line plus headers. Beyond it: 431 Request Header Fields Too Large.
@@ -48,3 +49,7 @@ std::optional<Refusal> check_request_head(const std::string& head, const GuardLi
 
 // The whole response for a refusal, with "Connection: close".
 std::string refusal_response(const Refusal& refusal);
+
+// `bytes` with CR, LF and other control bytes spelled out ("Host: x\nRange: ..."), for messages
+// about a request head that must show exactly what was sent.
+std::string spelled_out(std::string_view bytes);

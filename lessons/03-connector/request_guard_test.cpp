@@ -14,26 +14,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The head with its control bytes spelled out, so a failing case reads "Host: x\nRange: ...".
-std::string escaped(const std::string& bytes) {
-    std::string out;
-    for (const char c : bytes) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (c == '\r') {
-            out += "\\r";
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (byte < 0x20 || byte >= 0x7f) {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, "\\x%02x", byte);
-            out += hex;
-        } else {
-            out += c;
-        }
-    }
-    return out;
-}
-
 // 0 when the guard admits the head, otherwise the status it refuses it with.
 int guard_status(const std::string& head) {
     const auto refusal = check_request_head(head, GuardLimits{});
@@ -50,7 +30,7 @@ struct Case {
 };
 
 void require_refused(const Case& c, int status) {
-    INFO(c.what << ": " << escaped(c.head));
+    INFO(c.what << ": " << spelled_out(c.head));
     CHECK(guard_status(c.head) == status);
 }
 
@@ -97,7 +77,7 @@ TEST_CASE("the guard admits well-formed request heads", "[lesson03][guard]") {
     };
     for (const auto& c : cases) {
         const auto refusal = check_request_head(c.head, GuardLimits{});
-        INFO(c.what << ": " << escaped(c.head));
+        INFO(c.what << ": " << spelled_out(c.head));
         INFO("refused: " << (refusal ? std::to_string(refusal->status) + " " + refusal->reason
                                      : std::string("no")));
         CHECK_FALSE(refusal.has_value());
@@ -207,12 +187,12 @@ TEST_CASE("a Range hidden behind a bare LF is answered 400 and the server keeps 
     RawConnection attacker(server.port());
     REQUIRE(attacker.send(crafted));
     const std::string response = attacker.receive_response(5s);
-    STEP("answered: " << escaped(response.substr(0, response.find('\r'))));
+    STEP("answered: " << spelled_out(response.substr(0, response.find('\r'))));
     CHECK(status_of(response) == 400);
     RawConnection next(server.port());
     REQUIRE(next.send(get_request("/hello")));
     const std::string after = next.receive_response(5s);
-    STEP("the next client got: " << escaped(after.substr(0, after.find('\r'))));
+    STEP("the next client got: " << spelled_out(after.substr(0, after.find('\r'))));
     CHECK(body_of(after) == "hello\n");
 }
 
@@ -225,7 +205,7 @@ TEST_CASE("a body hidden behind a bare LF is answered 400 before it is read", "[
     RawConnection attacker(server.port());
     REQUIRE(attacker.send(crafted));
     const std::string response = attacker.receive_response(5s);
-    STEP("answered: " << escaped(response.substr(0, response.find('\r'))));
+    STEP("answered: " << spelled_out(response.substr(0, response.find('\r'))));
     CHECK(status_of(response) == 400);
     RawConnection next(server.port());
     REQUIRE(next.send(get_request("/hello")));
@@ -249,6 +229,6 @@ TEST_CASE("cpp-httplib itself refuses a request body that gets past the guard",
     app.process(stream, false, closed);
     const std::string response = stream.get_buffer().substr(request.size());
     STEP("handed cpp-httplib a POST with a 100,000-byte body directly, past the guard");
-    STEP("it answered: " << escaped(response.substr(0, response.find('\r'))));
+    STEP("it answered: " << spelled_out(response.substr(0, response.find('\r'))));
     CHECK(status_of(response) == 413);
 }

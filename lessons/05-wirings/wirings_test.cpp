@@ -2,6 +2,7 @@
 // their in-flight accounting, the response counter, the Prometheus text, the management port.
 // Handlers are held on a latch that the test opens, so every "at most 4 at once" is a fact the
 // test waits for, not a guess about timing.
+#include "fiber_latch.hpp"
 #include "management_server.hpp"
 #include "metrics_text.hpp"
 #include "platform_executor.hpp"
@@ -10,8 +11,6 @@
 #include "test_support.hpp"
 #include "wiring.hpp"
 
-#include <boost/fiber/condition_variable.hpp>
-#include <boost/fiber/mutex.hpp>
 #include <catch2/catch.hpp>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -28,25 +27,6 @@
 namespace {
 
 using namespace std::chrono_literals;
-
-// Closed until open() is called; wait() parks a fiber or blocks a thread until then.
-class Latch {
-public:
-    void wait() {
-        std::unique_lock<boost::fibers::mutex> lock(mutex_);
-        opened_.wait(lock, [this] { return open_; });
-    }
-    void open() {
-        std::lock_guard<boost::fibers::mutex> lock(mutex_);
-        open_ = true;
-        opened_.notify_all();
-    }
-
-private:
-    boost::fibers::mutex mutex_;
-    boost::fibers::condition_variable opened_;
-    bool open_ = false;
-};
 
 // A connector whose /hold handler waits on `release`, with the lesson's metrics, wired either
 // way. /where says where the handler ran.

@@ -75,28 +75,9 @@ struct ProbedApp : HttpApp {
     }
 };
 
-std::string escaped(std::string_view bytes) {
-    std::string out;
-    for (const char c : bytes) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (c == '\r') {
-            out += "\\r";
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (byte < 0x20 || byte >= 0x7f) {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, "\\x%02x", byte);
-            out += hex;
-        } else {
-            out += c;
-        }
-    }
-    return out;
-}
-
 [[noreturn]] void finding(std::string_view head, const std::string& what) {
     std::fprintf(stderr, "\nFINDING: %s\n  head the guard admitted: %s\n", what.c_str(),
-                 escaped(head).c_str());
+                 spelled_out(head).c_str());
     std::abort();
 }
 
@@ -143,7 +124,7 @@ Reading read_as_rfc(std::string_view head) {
 std::string listed(const httplib::Headers& headers) {
     std::string out;
     for (const auto& [name, value] : headers)
-        out += "\n    " + escaped(name) + ": " + escaped(value);
+        out += "\n    " + spelled_out(name) + ": " + spelled_out(value);
     return out;
 }
 
@@ -175,12 +156,12 @@ void check_admitted(std::string_view input, std::string_view head, const GuardLi
                                                  ranges);
         if (!refused_range)
             finding(head, "cpp-httplib refused a head the guard admitted; it answered: " +
-                              escaped(stream.output().substr(0, stream.output().find('\r'))));
+                              spelled_out(stream.output().substr(0, stream.output().find('\r'))));
     } else {
         if (seen.method != expected.method || seen.target != expected.target ||
             seen.version != expected.version)
-            finding(head, "request line: cpp-httplib read '" + escaped(seen.method) + "' '" +
-                              escaped(seen.target) + "' '" + escaped(seen.version) + "'");
+            finding(head, "request line: cpp-httplib read '" + spelled_out(seen.method) + "' '" +
+                              spelled_out(seen.target) + "' '" + spelled_out(seen.version) + "'");
         if (seen.headers != expected.headers)
             finding(head, "headers: cpp-httplib read" + listed(seen.headers) +
                               "\n  RFC 9112 reads" + listed(expected.headers));
