@@ -2,16 +2,25 @@
 
 #include "stack_sampler.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <ctime>
 
 namespace {
 
 using boost::fibers::context;
-using boost::fibers::type;
 
 std::int64_t now_ns() {
     return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+// The calling thread's own CPU time: a system call (~0.2 us), the price of "on CPU x ms".
+std::int64_t thread_cpu_ns() {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+bool is_dispatcher(const context* ctx) {
+    return ctx->is_context(boost::fibers::type::dispatcher_context);
 }
 
 } // namespace
@@ -19,71 +28,65 @@ std::int64_t now_ns() {
 MonitoredAlgorithm::MonitoredAlgorithm(std::unique_ptr<boost::fibers::algo::algorithm> inner,
                                        std::shared_ptr<CarrierMonitor> monitor,
                                        std::chrono::nanoseconds long_turn)
-    : inner_(std::move(inner)), monitor_(std::move(monitor)), long_turn_ns_(long_turn.count()),
-      schedstat_fd_(::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {
+    : inner_(std::move(inner)), monitor_(std::move(monitor)), long_turn_ns_(long_turn.count()) {
     attach_sampler(monitor_.get());
 }
 
 MonitoredAlgorithm::~MonitoredAlgorithm() {
     monitor_->retire();
     detach_sampler();
-    if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
 }
 
 void MonitoredAlgorithm::awakened(context* ctx) noexcept {
-    if (!ctx->is_context(type::dispatcher_context)) {
+    if (!is_dispatcher(ctx)) {
         ++ready_;
-        if (counting_ && ctx == ended_.fiber) holder_requeued_ = true;
+        if (counting_ && ctx == ended_.fiber) requeued_ = true;
     }
     inner_->awakened(ctx);
 }
 
 context* MonitoredAlgorithm::pick_next() noexcept {
     context* next = inner_->pick_next();
-    if (next == nullptr) return nullptr; // the dispatcher goes on (and soon suspends)
-    std::int64_t now = now_ns();
-    if (fiber_holds_carrier_ && now - turn_start_ns_ >= long_turn_ns_) {
-        // The carrier's own times end the turn (turn_share.hpp), a few microseconds later.
-        const ThreadTimes at_end = read_own_times(schedstat_fd_);
-        if (at_end.valid) now = at_end.at_ns;
-        ended_ = LongTurn{turn_start_ns_, now, holder_, 0, at_end};
+    if (next == nullptr) return nullptr; // the dispatcher goes on looking
+    const std::int64_t now = now_ns();
+    if (holder_ != nullptr && now - turn_start_ns_ >= long_turn_ns_) {
+        ended_ = LongTurn{turn_start_ns_, now, thread_cpu_ns() - turn_cpu_ns_, holder_, 0};
         counting_ = true;
-        looked_once_ = false;
-        holder_requeued_ = false;
+        looked_ = requeued_ = false;
     }
-    if (next->is_context(type::dispatcher_context)) {
-        fiber_holds_carrier_ = false;
+    if (is_dispatcher(next)) {
+        holder_ = nullptr;
         monitor_->scheduler_turn();
         return next;
     }
-    if (counting_) finish_long_turn(ready_); // `next` itself was one of the ready fibers
+    if (counting_) end_long_turn(); // `next` is one of the fibers that were ready
     --ready_;
-    fiber_holds_carrier_ = true;
     holder_ = next;
     turn_start_ns_ = now;
+    turn_cpu_ns_ = thread_cpu_ns();
     monitor_->turn_started(next, now);
     return next;
 }
 
 void MonitoredAlgorithm::suspend_until(
     std::chrono::steady_clock::time_point const& until) noexcept {
-    if (counting_) {
-        if (!looked_once_) {
-            // Nothing is ready: look once more without waiting (sockets, other threads), and let
-            // the dispatcher go round again (expired timers) before concluding nobody waited.
-            looked_once_ = true;
-            inner_->suspend_until(std::chrono::steady_clock::now());
-            return;
-        }
-        finish_long_turn(ready_);
+    if (counting_ && !looked_) {
+        // Nothing is ready yet: poll once without waiting (sockets, other threads' wake-ups) and
+        // let the dispatcher go round again (expired timers) before concluding nobody waited.
+        looked_ = true;
+        inner_->suspend_until(std::chrono::steady_clock::now());
+        return;
     }
-    monitor_->parked(true);
+    if (counting_) end_long_turn();
     inner_->suspend_until(until);
-    monitor_->parked(false);
 }
 
-void MonitoredAlgorithm::finish_long_turn(int ready) noexcept {
-    ended_.ready_waiting = ready - (holder_requeued_ ? 1 : 0);
+void MonitoredAlgorithm::end_long_turn() noexcept {
     counting_ = false;
-    monitor_->long_turn_ended(ended_);
+    ended_.ready_waiting = ready_ - (requeued_ ? 1 : 0);
+    if (ended_.ready_waiting <= 0) return; // nobody waited for the carrier: not a pin
+    try {
+        monitor_->long_turn_ended(ended_);
+    } catch (...) { // out of memory: this one turn goes unreported
+    }
 }

@@ -1,21 +1,16 @@
 // A scheduling algorithm that wraps a carrier's own (round_robin, lesson 03's Reactor, ...) and
 // times every fiber's turn on the carrier, for the pinning detector.
 //
-// Boost.Fiber asks the algorithm for the next fiber to run at every switch (pick_next), and
-// tells it whenever a fiber becomes ready (awakened). So between two pick_next calls exactly one
-// fiber holds the carrier, and that span is the fiber's turn. This class forwards every call to
-// the wrapped algorithm, and on the way:
-//  * at each pick_next: notes which fiber now holds the carrier and since when;
-//  * when a turn of at least `long_turn` ends: reads the carrier thread's own times (how long it
-//    ran, waited for a CPU; turn_share.hpp), counts the fibers that were ready to run once the
-//    carrier was free again, and hands the turn to the watchdog (CarrierMonitor). Those reads
-//    are three system calls, made only for long turns, which are rare.
+// Boost.Fiber asks the algorithm for the next fiber at every switch (pick_next) and tells it
+// whenever a fiber becomes ready (awakened). So between two pick_next calls exactly one fiber
+// holds the carrier: that span is the fiber's turn. This class forwards every call and, on the
+// way, notes the turn's start (wall clock and the thread's own CPU clock); a turn of at least
+// `long_turn` that ends with other fibers ready goes to the watchdog (CarrierMonitor).
 //
-// "Ready to run" needs care: fibers whose sleep ended, whose socket became ready or that another
-// thread woke during the long turn are not in the ready queue yet; Boost's dispatcher moves them
-// there right after the turn, before the next fiber runs. So the count is taken when the next
-// fiber is picked, or, when nothing is ready at all, after one extra look that does not wait.
-// Boost's own dispatcher fiber takes turns too; they are the scheduler's, not a fiber's.
+// "Ready" needs one look further than the ready queue: a fiber whose sleep ended or whose socket
+// became ready during the long turn is moved there by Boost's dispatcher, or by the reactor when
+// it polls, just after the turn. So the count is taken when the next fiber is picked, or, when
+// nothing was ready, after one more look for work that does not wait.
 #pragma once
 
 #include "carrier_monitor.hpp"
@@ -39,21 +34,18 @@ public:
     void notify() noexcept override { inner_->notify(); }
 
 private:
-    void finish_long_turn(int ready) noexcept;
+    void end_long_turn() noexcept; // reports the turn in `ended_` if anyone was ready
 
     std::unique_ptr<boost::fibers::algo::algorithm> inner_;
     std::shared_ptr<CarrierMonitor> monitor_;
     const std::int64_t long_turn_ns_;
-    int schedstat_fd_ = -1; // this carrier thread's /proc/thread-self/schedstat
 
-    // Everything below is touched by the carrier thread only.
     int ready_ = 0; // fibers in the ready queue, the dispatcher not counted
-    bool fiber_holds_carrier_ = false;
-    const boost::fibers::context* holder_ = nullptr;
+    const boost::fibers::context* holder_ = nullptr; // nullptr: the scheduler's own turn
     std::int64_t turn_start_ns_ = 0;
-    // A long turn that has ended, waiting for its count of ready fibers.
-    bool counting_ = false;
-    bool looked_once_ = false;     // the extra look for work, when nothing was ready
-    bool holder_requeued_ = false; // the fiber of the long turn yielded: it is not a waiter
+    std::int64_t turn_cpu_ns_ = 0;
+    bool counting_ = false; // a long turn has ended; its ready fibers are being counted
+    bool looked_ = false;   // ... and the extra look for work was made
+    bool requeued_ = false; // ... and its own fiber yielded: it is not a waiter
     LongTurn ended_;
 };

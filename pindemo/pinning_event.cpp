@@ -1,6 +1,8 @@
 #include "pinning_event.hpp"
 
+#include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -10,49 +12,25 @@ std::string fixed1(double value) {
     return text;
 }
 
-std::string quoted(const std::string& text) {
-    std::string out = "\"";
-    for (const unsigned char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20) {
-            char escape[8];
-            std::snprintf(escape, sizeof escape, "\\u%04x", c);
-            out += escape;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out + "\"";
+double rounded1(double value) {
+    return std::round(value * 10) / 10;
 }
 
 } // namespace
 
 std::string to_text(const PinningEvent& event) {
-    std::string text = "pinned: fiber \"" + event.fiber + "\" held " + event.carrier + " for " +
-                       fixed1(event.duration_ms) + " ms while " +
-                       std::to_string(event.ready_waiting) +
-                       (event.ready_waiting == 1 ? " ready fiber waited" : " ready fibers waited");
-    std::string excused;
-    if (event.runqueue_ms >= 1) excused = fixed1(event.runqueue_ms) + " ms of it off-CPU by the OS";
-    if (event.stolen_ms >= 1)
-        excused += (excused.empty() ? "" : ", ") + fixed1(event.stolen_ms) +
-                   " ms of it stolen by the hypervisor";
-    if (event.held_up_ms >= 1)
-        excused += (excused.empty() ? "" : ", ") + fixed1(event.held_up_ms) +
-                   " ms of it with the whole process held up";
-    if (!excused.empty()) text += " (" + excused + ")";
-    text += "\n";
+    std::string text =
+        "pinned: fiber \"" + event.fiber + "\" held " + event.carrier + " for " +
+        fixed1(event.duration_ms) + " ms, on CPU " + fixed1(event.cpu_ms) + " ms, while " +
+        std::to_string(event.ready_waiting) +
+        (event.ready_waiting == 1 ? " ready fiber waited\n" : " ready fibers waited\n");
     text +=
         "  blocked in:  " + (event.blocked_in.empty() ? "(not sampled)" : event.blocked_in) + "\n";
     text += "  called from: " +
             (event.called_from.empty() ? "(no frame in this repository)" : event.called_from) +
             "\n";
-    if (event.sampled_at_ms < 0) {
-        text += "  stack: not sampled (the turn ended before the watchdog got to it)\n";
-        return text;
-    }
+    if (event.sampled_at_ms < 0)
+        return text + "  stack: not sampled (the turn ended before the watchdog looked)\n";
     text += "  stack, sampled " + fixed1(event.sampled_at_ms) + " ms into the turn:\n";
     for (std::size_t i = 0; i < event.stack.size(); ++i)
         text += "    #" + std::to_string(i) + (i < 10 ? "  " : " ") + event.stack[i] + "\n";
@@ -60,20 +38,18 @@ std::string to_text(const PinningEvent& event) {
 }
 
 std::string to_json(const PinningEvent& event) {
-    std::string json = "{\"event\":\"fiber_pinned\"";
-    json += ",\"fiber\":" + quoted(event.fiber);
-    json += ",\"carrier\":" + quoted(event.carrier);
-    json += ",\"duration_ms\":" + fixed1(event.duration_ms);
-    json += ",\"runqueue_ms\":" + fixed1(event.runqueue_ms);
-    json += ",\"stolen_ms\":" + fixed1(event.stolen_ms);
-    json += ",\"held_up_ms\":" + fixed1(event.held_up_ms);
-    json += ",\"ready_waiting\":" + std::to_string(event.ready_waiting);
-    json += ",\"blocked_in\":" + quoted(event.blocked_in);
-    json += ",\"called_from\":" + quoted(event.called_from);
-    json +=
-        ",\"sampled_at_ms\":" + (event.sampled_at_ms < 0 ? "null" : fixed1(event.sampled_at_ms));
-    json += ",\"stack\":[";
-    for (std::size_t i = 0; i < event.stack.size(); ++i)
-        json += (i ? "," : "") + quoted(event.stack[i]);
-    return json + "]}";
+    const nlohmann::json json = {
+        {"event", "fiber_pinned"},
+        {"fiber", event.fiber},
+        {"carrier", event.carrier},
+        {"duration_ms", rounded1(event.duration_ms)},
+        {"cpu_ms", rounded1(event.cpu_ms)},
+        {"ready_waiting", event.ready_waiting},
+        {"blocked_in", event.blocked_in},
+        {"called_from", event.called_from},
+        {"sampled_at_ms", event.sampled_at_ms < 0 ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(rounded1(event.sampled_at_ms))},
+        {"stack", event.stack}};
+    // Stack frames come from debug information: never let a stray byte make the line invalid.
+    return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -8,7 +8,6 @@ RecordingDetector::RecordingDetector(std::chrono::milliseconds threshold) {
         std::lock_guard<std::mutex> lock(mutex_);
         events_.push_back(event);
     };
-    options.on_summary = [this](const std::string& line) { summary_ = line; };
     detector_ = std::make_unique<PinningDetector>(options);
 }
 

@@ -19,13 +19,10 @@ public:
     explicit RecordingDetector(std::chrono::milliseconds threshold = std::chrono::milliseconds(20));
     // Stops the detector (it reports the turns that have ended) and returns every event.
     std::vector<PinningEvent> stop();
-    // After stop(): the line the detector closes with ("pinning detector: 1 event ...").
-    const std::string& summary() const { return summary_; }
 
 private:
     std::mutex mutex_;
     std::vector<PinningEvent> events_;
-    std::string summary_;
     std::unique_ptr<PinningDetector> detector_;
 };
 

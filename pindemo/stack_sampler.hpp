@@ -8,7 +8,7 @@
 // A signal handler may only do async-signal-safe work: no malloc, no locks, no stdio. backtrace()
 // qualifies once libgcc's unwinder is loaded (its first call loads it, so
 // install_sample_handler() makes that first call). Turning addresses into names happens later,
-// on the detector's reporting thread (symbolizer.hpp). The handler runs on an alternate signal
+// on the watchdog thread (frame_names.hpp). The handler runs on an alternate signal
 // stack of its own, so a fiber whose small stack is nearly full does not overflow it.
 //
 // Side effect: the signal interrupts the blocking call. The handler is installed with

@@ -5,7 +5,6 @@
 #include "fiber_sleep.hpp"
 #include "fiber_task_queue.hpp"
 #include "flags.hpp"
-#include "pinning_flags.hpp"
 #include "process.hpp"
 #include "serve.hpp"
 
@@ -14,7 +13,6 @@ int main(int argc, char** argv) {
     int port = 8080;
     bool bad_blocking_sleep = false;
     bool keep_alive = false;
-    PinningOptions pinning;
     Flags flags("lesson02", "Each connection is a fiber on one carrier thread; GET /benchmark "
                             "sleeps one second with boost::this_fiber::sleep_for.");
     flags.add("port", port, "TCP port on 127.0.0.1; 0 picks a free one")
@@ -24,9 +22,7 @@ int main(int argc, char** argv) {
         .add("keep-alive", keep_alive,
              "ANTI-PATTERN: let cpp-httplib wait for the next request on a kept-alive "
              "connection; its wait is a blocking poll that pins the carrier");
-    add_pinning_flags(flags, pinning); // --detect-pinning: see pindemo/
     flags.parse(argc, argv);
-    const auto detector = start_pinning_detector(pinning, "lesson02"); // before the carrier
 
     httplib::Server server;
     // Every accepted connection becomes a fiber on the carrier thread "carrier-0".

@@ -7,19 +7,15 @@
 #include "connector_flags.hpp"
 #include "fiber_sleep.hpp"
 #include "http_app.hpp"
-#include "pinning_flags.hpp"
 #include "process.hpp"
 
 int main(int argc, char** argv) {
     block_shutdown_signals();
     ConnectorOptions options;
-    PinningOptions pinning;
     Flags flags("lesson03", "Fibers on carrier threads own the sockets; cpp-httplib only parses "
                             "and routes. GET /benchmark sleeps one second on its fiber.");
     add_connector_flags(flags, options);
-    add_pinning_flags(flags, pinning); // --detect-pinning: see pindemo/
     flags.parse(argc, argv);
-    const auto detector = start_pinning_detector(pinning, "lesson03"); // before the carriers
 
     HttpApp app; // routes as in lessons 01 and 02: cpp-httplib's router, our sockets
     add_benchmark_routes(app, fiber_sleep, on_fiber);

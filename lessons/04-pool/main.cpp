@@ -5,7 +5,6 @@
 #include "connector.hpp"
 #include "connector_flags.hpp"
 #include "fiber_sleep.hpp"
-#include "pinning_flags.hpp"
 #include "pool_flags.hpp"
 #include "process.hpp"
 #include "work_service.hpp"
@@ -14,14 +13,11 @@ int main(int argc, char** argv) {
     block_shutdown_signals();
     ConnectorOptions options;
     PoolOptions pool_options;
-    PinningOptions pinning;
     Flags flags("lesson04", "The lesson 03 server plus GET /work: one SELECT pg_sleep(0.05) on a "
                             "connection from a pool of --pool-size PostgreSQL connections.");
     add_connector_flags(flags, options);
     add_pool_flags(flags, pool_options);
-    add_pinning_flags(flags, pinning); // --detect-pinning: see pindemo/
     flags.parse(argc, argv);
-    const auto detector = start_pinning_detector(pinning, "lesson04"); // before the carriers
 
     auto pool = open_pool_or_exit(pool_options, "lesson04");
     WorkService work(*pool);

@@ -134,20 +134,3 @@ TEST_CASE("vt spike: everything in flight, the pool's queue overflows its timeou
     // Goodput barely changes: still about 200 a second (bound: a quarter of that).
     CHECK(shape.count(200) / shape.seconds >= 50);
 }
-
-TEST_CASE("with --detect-pinning /metrics counts pinning events, and vt's /work pins nothing",
-          "[lesson05]") {
-    ServerProcess server(
-        lesson05, with(scaled, {"--db", test_conninfo(), "--profile", "vt", "--detect-pinning"}),
-        "lesson05-pinning");
-    // 50 requests at once for 10 connections: 40 fibers wait for the pool (fiber-aware waits).
-    const auto results = concurrent_get(server.port(), "/work", 50);
-    int ok = 0;
-    for (const auto& result : results)
-        ok += result.status == 200 ? 1 : 0;
-    const Answer metrics = http_get(management_port_of(server), "/metrics");
-    STEP(ok << " of 50 answered 200; log " << server.log_path());
-    CHECK(ok == 50);
-    CHECK(metrics.body.find("# TYPE pinning_events_total counter\n") != std::string::npos);
-    CHECK(metrics.body.find("\npinning_events_total 0\n") != std::string::npos);
-}

@@ -23,7 +23,6 @@ void add_server_flags(Flags& flags, ServerOptions& options, const std::vector<Pr
              "print the effective settings as key=value lines and exit");
     add_connector_flags(flags, options.connector);
     add_pool_flags(flags, options.pool);
-    add_pinning_flags(flags, options.pinning);
 }
 
 Wiring wiring_of(const std::string& profile) {
@@ -70,7 +69,6 @@ WorkServer::WorkServer(const ServerOptions& options, std::string program, const 
         std::printf("setting %s=%s\n", key.c_str(), value.c_str());
     std::fflush(stdout);
 
-    detector_ = start_pinning_detector(options_.pinning, program_); // before any carrier
     pool_ = open_pool_or_exit(options_.pool, program_);
     work_ = std::make_unique<WorkService>(*pool_);
     count_responses(app_, metrics_);
@@ -124,12 +122,6 @@ void WorkServer::add_metrics() {
             out.gauge("executor_queue_size",
                       "Requests waiting for a platform thread (their connections are open).",
                       platform_->queued());
-        });
-    if (detector_)
-        management_->add_metrics([this](MetricsText& out) {
-            out.counter("pinning_events_total",
-                        "Fibers that held their carrier past the pinning threshold.",
-                        detector_->events());
         });
 }
 

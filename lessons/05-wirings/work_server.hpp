@@ -14,7 +14,6 @@
 #include "connector.hpp"
 #include "flags.hpp"
 #include "management_server.hpp"
-#include "pinning_flags.hpp"
 #include "platform_executor.hpp"
 #include "pool_flags.hpp"
 #include "request_metrics.hpp"
@@ -35,7 +34,6 @@ struct ServerOptions {
     bool print_config = false;
     ConnectorOptions connector;
     PoolOptions pool;
-    PinningOptions pinning;
 };
 
 // A value of --profile and what it means, for --help.
@@ -48,7 +46,7 @@ inline const Profile platform_profile{
 inline const Profile vt_profile{"vt", "handlers on the connection fibers, no admission control"};
 
 // --profile (one of `profiles`), --threads-max, --management-port, --print-config, and the
-// connector's, the pool's and the pinning detector's flags.
+// connector's and the pool's flags.
 void add_server_flags(Flags& flags, ServerOptions& options, const std::vector<Profile>& profiles);
 
 // The "platform" profile runs handlers on platform threads; every other (vt, vt-gated) on the
@@ -86,8 +84,7 @@ private:
     ServerOptions options_;
     std::string program_;
     // Declaration order is teardown order, reversed: the management port goes first (it reads
-    // everything), the detector last (it watches the carriers until they have stopped).
-    std::unique_ptr<PinningDetector> detector_;
+    // everything).
     std::unique_ptr<PgPool> pool_;
     std::unique_ptr<WorkService> work_;
     RequestMetrics metrics_;

@@ -11,7 +11,6 @@
 #include "cpu_work.hpp"
 #include "fiber_sleep.hpp"
 #include "locked_update.hpp"
-#include "pinning_flags.hpp"
 #include "platform_executor.hpp"
 #include "process.hpp"
 #include "request_context.hpp"
@@ -24,7 +23,6 @@
 int main(int argc, char** argv) {
     block_shutdown_signals();
     ConnectorOptions connector_options;
-    PinningOptions pinning;
     std::string profile = "vt";
     int threads_max = 200;
     int cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -51,14 +49,12 @@ int main(int argc, char** argv) {
              "fiber there (a /hello) waits until it is done")
         .add("cpu-threads", cpu_threads,
              "under --profile vt, /cpu computes on this many OS threads while its fiber parks");
-    add_pinning_flags(flags, pinning); // --detect-pinning: see pindemo/
     flags.parse(argc, argv);
     if (bad_thread_local && fiber_specific)
         fail("lesson08", "--bad-thread-local and --fiber-specific exclude each other (try --help)",
              2);
     if (threads_max < 1 || cpu_threads < 1)
         fail("lesson08", "--threads-max and --cpu-threads must be at least 1 (try --help)", 2);
-    const auto detector = start_pinning_detector(pinning, "lesson08"); // before the carriers
 
     const bool vt = profile == "vt";
     HttpApp app;
