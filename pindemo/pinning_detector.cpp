@@ -130,6 +130,10 @@ struct PinningDetector::Impl {
                  name_frames(w.sample.frames, w.sample.depth, w.sample.first_is_exact)) {
                 if (event.blocked_in.empty() && names_the_wait(frame))
                     event.blocked_in = frame.function;
+                // Below the repository's first frame, the standard library's inlined plumbing
+                // (std::function, std::invoke) only separates one of our frames from the next.
+                if (!event.called_from.empty() && frame.file.rfind("/usr/include/c++/", 0) == 0)
+                    continue;
                 if (event.called_from.empty() && frame.in_project) event.called_from = frame.text();
                 event.stack.push_back(frame.text());
             }
