@@ -33,20 +33,20 @@ const void* program_base() {
     return base;
 }
 
-// Whether `file` is one of this repository's; if so, makes it relative to the repository.
-// Debug information names files as the compiler was given them: absolute, or relative to the
-// build directory when a compiler cache such as ccache rewrote them ("../../pindemo/main.cpp").
-bool in_project(std::string& file) {
+// Whether `file` is the program's own source rather than a system header, and if it is in this
+// repository, makes it relative to it. Debug information names files as the compiler was given
+// them: absolute, or relative to the build directory when a compiler cache such as ccache rewrote
+// them ("../../pindemo/main.cpp"). A student's copy elsewhere keeps its absolute path.
+bool is_own_source(std::string& file) {
+    if (file.empty() || file.rfind("/usr/", 0) == 0) return false;
     std::string relative = file;
     if (relative.rfind(source_root, 0) == 0) {
         relative.erase(0, source_root.size());
-    } else if (!relative.empty() && relative[0] != '/') {
+    } else if (relative[0] != '/') {
         while (relative.rfind("../", 0) == 0)
             relative.erase(0, 3);
-    } else {
-        return false;
+        if (::access((source_root + relative).c_str(), F_OK) != 0) return false;
     }
-    if (relative.empty() || ::access((source_root + relative).c_str(), F_OK) != 0) return false;
     file = relative;
     return true;
 }
@@ -66,7 +66,7 @@ int add_frame(void* data, std::uintptr_t, const char* file, int line, const char
     frame.function = demangled(function);
     frame.file = file ? file : "";
     frame.line = line;
-    frame.in_project = in_project(frame.file);
+    frame.in_project = is_own_source(frame.file);
     static_cast<std::vector<Frame>*>(data)->push_back(std::move(frame));
     return 0;
 }
