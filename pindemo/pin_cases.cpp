@@ -141,9 +141,9 @@ private:
     return x;
 }
 
-// CPU time this thread has used. The work is measured in CPU time, not wall time: on a busy
-// machine the OS may keep the thread off a CPU for much of a wall-clock interval, and the
-// detector (rightly) does not count that against the fiber.
+// CPU time this thread has used. The work is measured in CPU time, not wall time, so that it is
+// the same work on a busy machine, where the OS keeps the thread off a CPU for part of the time
+// (the event then shows a turn longer than its time on the CPU).
 std::chrono::nanoseconds thread_cpu_time() {
     timespec now{};
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
