@@ -4,7 +4,7 @@
 //
 // Why the bounds are safe on a busy machine: a carrier asleep in epoll_wait uses no CPU at all,
 // whatever the load, and returns from suspend_until only when something happens (a handful of
-// times in these tests); one that spins returns from it hundreds of thousands of times a second
+// times in these tests); one that spins returns from it millions of times a second
 // and uses whatever CPU the kernel gives it. The bounds sit far between the two. Wake-ups are
 // allowed up to 500 ms late, and a free carrier's ticker gap up to 150 ms; both take a few ms.
 #include "epoll_scheduler.hpp"
@@ -199,7 +199,7 @@ TEST_CASE("an idle carrier with no timer waits in the kernel and uses no CPU",
     std::this_thread::sleep_for(500ms);
     const Window window = watch.done();
     STEP("the carrier had nothing to do and no timer: suspend_until(time_point::max())");
-    STEP(window << " (a spinning carrier returns from it hundreds of thousands of times)");
+    STEP(window << " (a carrier that spins returns from it millions of times a second)");
     CHECK(window.cpu_share() < idle_cpu_share);
     CHECK(window.returns < idle_returns);
 }
