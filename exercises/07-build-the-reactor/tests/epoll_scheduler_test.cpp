@@ -100,6 +100,12 @@ private:
     long returns_;
 };
 
+// The carrier slept through the window: little CPU, few returns from suspend_until.
+void check_asleep(const Window& w) {
+    CHECK(w.cpu_share() < idle_cpu_share);
+    CHECK(w.returns < idle_returns);
+}
+
 std::ostream& operator<<(std::ostream& out, const Window& w) {
     return out << "over " << w.wall_ms << " ms the carrier thread used " << w.cpu_ms
                << " ms of CPU and suspend_until returned " << w.returns << " times";
@@ -188,8 +194,7 @@ TEST_CASE("sleeping fibers wake in order and on time while the carrier sleeps in
         CHECK(woke_ms[static_cast<std::size_t>(i)] >= (i + 1) * 100 - 1);
         CHECK(woke_ms[static_cast<std::size_t>(i)] < (i + 1) * 100 + late_ms);
     }
-    CHECK(window.cpu_share() < idle_cpu_share);
-    CHECK(window.returns < idle_returns);
+    check_asleep(window);
 }
 
 TEST_CASE("an idle carrier with no timer waits in the kernel and uses no CPU",
@@ -200,8 +205,7 @@ TEST_CASE("an idle carrier with no timer waits in the kernel and uses no CPU",
     const Window window = watch.done();
     STEP("the carrier had nothing to do and no timer: suspend_until(time_point::max())");
     STEP(window << " (a carrier that spins returns from it millions of times a second)");
-    CHECK(window.cpu_share() < idle_cpu_share);
-    CHECK(window.returns < idle_returns);
+    check_asleep(window);
 }
 
 TEST_CASE("a fiber spawned by a plain thread wakes the idle carrier, which then sleeps again",
@@ -220,12 +224,10 @@ TEST_CASE("a fiber spawned by a plain thread wakes the idle carrier, which then 
     std::this_thread::sleep_for(300ms);
     const Window again = after.done();
     STEP("then the carrier idled again: " << again);
-    CHECK(asleep.cpu_share() < idle_cpu_share); // else no notify() was needed to see the fiber
-    CHECK(asleep.returns < idle_returns);
+    check_asleep(asleep); // else no notify() was needed to see the fiber
     REQUIRE(ran);
     CHECK(started_ms < late_ms);
-    CHECK(again.cpu_share() < idle_cpu_share); // a wake-up left pending makes it spin for good
-    CHECK(again.returns < idle_returns);
+    check_asleep(again); // a wake-up left pending makes it spin for good
 }
 
 TEST_CASE("a plain thread opening a latch wakes the fiber parked on it at once",
@@ -248,8 +250,7 @@ TEST_CASE("a plain thread opening a latch wakes the fiber parked on it at once",
     STEP("a fiber parked on a latch (5 s limit); " << idle);
     STEP("then the test thread opened the latch; the fiber "
          << (finished ? "woke " + std::to_string(woke_ms) + " ms later" : "never woke"));
-    CHECK(idle.cpu_share() < idle_cpu_share);
-    CHECK(idle.returns < idle_returns);
+    check_asleep(idle);
     REQUIRE(finished);
     CHECK(opened);
     CHECK(woke_ms < late_ms); // without notify() it wakes at its 5 s limit
