@@ -43,7 +43,7 @@ class Meeting {
 public:
     explicit Meeting(int size) : size_(size) {}
     // True when the others came within `limit`.
-    bool arrive(std::chrono::milliseconds limit = 1000ms) {
+    bool arrive(std::chrono::milliseconds limit = 500ms) {
         std::unique_lock<std::mutex> lock(mutex_);
         ++inside_;
         most_ = std::max(most_, inside_);
@@ -152,7 +152,7 @@ TEST_CASE("the lane's threads compute side by side, and never more of them than 
     CpuLane lane(2, 16);
     TestCarrier carrier("carrier");
     const std::uint64_t carrier_number = carrier_thread(carrier);
-    Meeting pairs(2); // each computation waits (up to 1 s) until another one runs beside it
+    Meeting pairs(2); // each computation waits (up to 0.5 s) until another one runs beside it
     std::mutex mutex;
     std::set<std::uint64_t> threads;
     std::atomic<int> met{0};
@@ -226,7 +226,7 @@ TEST_CASE("a full lane refuses at once with CpuBusy and counts the tasks that wa
             }
             fourth_ms = ms_since(began);
         },
-        3000ms);
+        1500ms); // a refusal takes microseconds
     gate.open();
     bool all = true;
     for (auto& d : done)
