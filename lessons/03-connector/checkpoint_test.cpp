@@ -36,7 +36,9 @@ TEST_CASE("ten concurrent one-second requests on kept-alive connections take one
     }
     const double elapsed = seconds_since(start);
     STEP("all 10 answered after " << elapsed << " s");
-    CHECK(elapsed < 2.0); // overlapping sleeps: ~1 s; two in a row would already take 2 s
+    // Overlapping sleeps: ~1 s, and a loaded machine adds little to a sleep. Served one by one
+    // they take 10 s, two at a time 5 s: both fail here, however busy the machine.
+    CHECK(elapsed < 4.0);
     CHECK(fiber_flags == std::set<bool>{true});
     STEP("a second round on the same kept-alive connections");
     for (auto& client : clients)
