@@ -20,6 +20,7 @@ struct LongTurn {
     std::int64_t end_ns = 0;
     std::int64_t cpu_ns = 0;     // the carrier thread's own CPU time during the turn
     const void* fiber = nullptr; // its boost::fibers::context
+    std::string fiber_name;      // looked up as the turn ended ("unnamed ..." if it just ended)
     int ready_waiting = 0;       // fibers ready to run on this carrier when the turn ended
 };
 
@@ -44,7 +45,9 @@ public:
 
     // --- The carrier's side.
     void turn_started(const void* fiber, std::int64_t now_ns) noexcept {
-        fiber_.store(fiber, std::memory_order_relaxed);
+        // 0 first: a reader that sees the new fiber then cannot see the old turn's start.
+        turn_start_.store(0, std::memory_order_relaxed);
+        fiber_.store(fiber, std::memory_order_release);
         turn_start_.store(now_ns, std::memory_order_release);
     }
     void scheduler_turn() noexcept { turn_start_.store(0, std::memory_order_release); }
@@ -54,11 +57,14 @@ public:
     void take_sample(void* interrupted_at) noexcept;
 
     // --- The watchdog's side.
-    // Start of the turn under way and the fiber holding the carrier; start 0 when none does.
-    std::int64_t current_turn_start() const noexcept {
-        return turn_start_.load(std::memory_order_acquire);
+    // The turn under way: its start and its fiber, read consistently. False when no fiber holds
+    // the carrier, or a switch happened while reading (look again next time).
+    bool current_turn(std::int64_t& start_ns, const void*& fiber) const noexcept {
+        start_ns = turn_start_.load(std::memory_order_acquire);
+        if (start_ns == 0) return false;
+        fiber = fiber_.load(std::memory_order_acquire);
+        return turn_start_.load(std::memory_order_acquire) == start_ns;
     }
-    const void* current_fiber() const noexcept { return fiber_.load(std::memory_order_relaxed); }
     std::vector<LongTurn> take_long_turns();
     bool retired() const;
     // Sends the carrier thread the sample signal; false if it has retired or a sample is pending.

@@ -10,7 +10,9 @@
 
 namespace {
 
-const std::string source_root = SOURCE_ROOT; // the repository, with a trailing slash
+// The repository, with a trailing slash. A literal, not a std::string: the detector may still
+// name frames while the program's static objects are being destroyed.
+constexpr char source_root[] = SOURCE_ROOT;
 
 std::string demangled(const char* name) {
     int status = 0;
@@ -38,15 +40,17 @@ const void* program_base() {
 // them: absolute, or relative to the build directory when a compiler cache such as ccache rewrote
 // them ("../../pindemo/main.cpp"). A student's copy elsewhere keeps its absolute path.
 bool is_own_source(std::string& file) {
-    if (file.empty() || file.rfind("/usr/", 0) == 0) return false;
-    std::string relative = file;
-    if (relative.rfind(source_root, 0) == 0) {
-        relative.erase(0, source_root.size());
-    } else if (relative[0] != '/') {
-        while (relative.rfind("../", 0) == 0)
-            relative.erase(0, 3);
-        if (::access((source_root + relative).c_str(), F_OK) != 0) return false;
+    const std::string root = source_root;
+    if (file.rfind(root, 0) == 0) { // first: a checkout may itself live under /usr
+        file.erase(0, root.size());
+        return true;
     }
+    if (file.empty() || file.rfind("/usr/", 0) == 0) return false;
+    if (file[0] == '/') return true;
+    std::string relative = file;
+    while (relative.rfind("../", 0) == 0)
+        relative.erase(0, 3);
+    if (::access((root + relative).c_str(), F_OK) != 0) return false;
     file = relative;
     return true;
 }

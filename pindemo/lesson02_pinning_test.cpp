@@ -6,16 +6,21 @@
 
 namespace {
 const std::string lesson02 = BIN_DIR "/lesson02";
-}
+// The pins below last a second or more. A 300 ms threshold keeps out what a loaded machine adds
+// to a turn, and cpp-httplib's own short wait for a request's first bytes (a blocking poll: a
+// real pin, the subject of lesson 03, but not the one these tests look for).
+const std::string threshold = "300ms";
+} // namespace
 
 TEST_CASE("lesson02 --bad-blocking-sleep --detect-pinning reports each blocking sleep",
           "[lesson02][pindemo]") {
     EventLog log("lesson02-bad-blocking-sleep-pins");
     std::vector<TimedGet> results;
     {
-        ServerProcess server(
-            lesson02, {"--bad-blocking-sleep", "--detect-pinning", "--pinning-events", log.path()},
-            "lesson02-bad-blocking-sleep-pins");
+        ServerProcess server(lesson02,
+                             {"--bad-blocking-sleep", "--detect-pinning", "--pinning-threshold",
+                              threshold, "--pinning-events", log.path()},
+                             "lesson02-bad-blocking-sleep-pins");
         STEP("lesson02 --bad-blocking-sleep --detect-pinning on port " << server.port());
         results = concurrent_get(server.port(), "/benchmark", 10);
         CHECK(server.stop() == 0);
@@ -40,27 +45,25 @@ TEST_CASE("lesson02 --bad-blocking-sleep --detect-pinning reports each blocking 
 TEST_CASE("lesson02 --detect-pinning reports nothing for the fiber-aware sleep",
           "[lesson02][pindemo]") {
     EventLog log("lesson02-fiber-sleep-pins");
-    // A 200 ms threshold: cpp-httplib's own wait for a request's first bytes is a blocking poll
-    // (a real pin, the subject of lesson 03), and on a busy machine a client can be that slow to
-    // send. What must not be reported is the one-second fiber-aware sleep, which 200 ms catches.
+    // What must not be reported is the one-second fiber-aware sleep, which 300 ms would catch.
     ServerProcess server(
         lesson02,
-        {"--detect-pinning", "--pinning-threshold", "200ms", "--pinning-events", log.path()},
+        {"--detect-pinning", "--pinning-threshold", threshold, "--pinning-events", log.path()},
         "lesson02-fiber-sleep-pins");
     for (const auto& result : concurrent_get(server.port(), "/benchmark", 10))
         REQUIRE(result.status == 200);
     CHECK(server.stop() == 0);
     STEP("10 concurrent GET /benchmark answered; events:\n" << log.text());
     CHECK(log.brief() == "(no events)");
-    CHECK_THAT(detector_summary(server.log()),
-               Catch::Matchers::StartsWith("pinning detector: 0 events (threshold 200ms)"));
+    CHECK(detector_summary(server.log()) == "pinning detector: 0 events (threshold 300ms)");
 }
 
 TEST_CASE("lesson02 --keep-alive --detect-pinning reports cpp-httplib's keep-alive wait",
           "[lesson02][pindemo]") {
     EventLog log("lesson02-keep-alive-pins");
     ServerProcess server(lesson02,
-                         {"--keep-alive", "--detect-pinning", "--pinning-events", log.path()},
+                         {"--keep-alive", "--detect-pinning", "--pinning-threshold", threshold,
+                          "--pinning-events", log.path()},
                          "lesson02-keep-alive-pins");
     RawConnection first(server.port());
     RawConnection second(server.port());
@@ -78,8 +81,12 @@ TEST_CASE("lesson02 --keep-alive --detect-pinning reports cpp-httplib's keep-ali
     STEP("both answered; events:\n" << log.text());
     // The first connection's fiber waits for a next request in cpp-httplib's poll loop (5 s
     // keep-alive timeout) while the second connection's fiber is ready: that is the pin.
-    REQUIRE(!events.empty());
-    const std::string blocked_in = event_field(events[0], "blocked_in");
-    CHECK((blocked_in == "poll" || blocked_in.find("sleep") != std::string::npos));
-    CHECK(event_number(events[0], "duration_ms") >= 3000);
+    int keep_alive_waits = 0;
+    for (const auto& event : events) {
+        const std::string blocked_in = event_field(event, "blocked_in");
+        if (event_number(event, "duration_ms") >= 3000 &&
+            (blocked_in == "poll" || blocked_in.find("sleep") != std::string::npos))
+            ++keep_alive_waits;
+    }
+    CHECK(keep_alive_waits >= 1);
 }

@@ -1,5 +1,6 @@
 #include "monitored_algorithm.hpp"
 
+#include "fiber_name.hpp"
 #include "stack_sampler.hpp"
 
 #include <ctime>
@@ -49,8 +50,8 @@ context* MonitoredAlgorithm::pick_next() noexcept {
     context* next = inner_->pick_next();
     if (next == nullptr) return nullptr; // the dispatcher goes on looking
     const std::int64_t now = now_ns();
-    if (holder_ != nullptr && now - turn_start_ns_ >= long_turn_ns_) {
-        ended_ = LongTurn{turn_start_ns_, now, thread_cpu_ns() - turn_cpu_ns_, holder_, 0};
+    if (holder_ != nullptr && now - turn_start_ns_ > long_turn_ns_) {
+        ended_ = LongTurn{turn_start_ns_, now, thread_cpu_ns() - turn_cpu_ns_, holder_, {}, 0};
         counting_ = true;
         looked_ = requeued_ = false;
     }
@@ -86,6 +87,7 @@ void MonitoredAlgorithm::end_long_turn() noexcept {
     ended_.ready_waiting = ready_ - (requeued_ ? 1 : 0);
     if (ended_.ready_waiting <= 0) return; // nobody waited for the carrier: not a pin
     try {
+        ended_.fiber_name = fiber_display_name(ended_.fiber); // a fiber that ended has no name
         monitor_->long_turn_ended(ended_);
     } catch (...) { // out of memory: this one turn goes unreported
     }

@@ -13,8 +13,9 @@ TEST_CASE("PQexec on a fiber pins its carrier in poll, lesson 04's PgConnection 
 
     EventLog pinned_log("pindemo-pq");
     std::string output;
-    const int status =
-        run_program({pindemo, "--case", "pq", "--db", db, "--events", pinned_log.path()}, output);
+    const int status = run_program({pindemo, "--case", "pq", "--db", db, "--events",
+                                    pinned_log.path(), "--threshold", "200ms", "--work", "800ms"},
+                                   output);
     STEP("pindemo --case pq exited " << status << ":\n" << output);
     REQUIRE(status == 0);
     const auto events = pinned_log.events();
@@ -25,8 +26,10 @@ TEST_CASE("PQexec on a fiber pins its carrier in poll, lesson 04's PgConnection 
     CHECK(event_field(events[0], "called_from").find("pindemo/pin_cases.cpp") != std::string::npos);
 
     EventLog fixed_log("pindemo-pq-fixed");
-    const int fixed_status = run_program(
-        {pindemo, "--case", "pq", "--fixed", "--db", db, "--events", fixed_log.path()}, output);
+    const int fixed_status =
+        run_program({pindemo, "--case", "pq", "--fixed", "--db", db, "--events", fixed_log.path(),
+                     "--threshold", "200ms", "--work", "800ms"},
+                    output);
     STEP("pindemo --case pq --fixed exited " << fixed_status << ":\n" << output);
     REQUIRE(fixed_status == 0);
     CHECK(fixed_log.brief() == "(no events)");

@@ -104,11 +104,12 @@ struct PinningDetector::Impl {
             w->monitor->collect_sample(w->sample); // after the turns: a sample of theirs is in
             for (const LongTurn& turn : turns)
                 report(*w, turn);
-            const std::int64_t start = w->monitor->current_turn_start();
-            if (!retired && start != 0 && start != w->sampled_turn &&
+            std::int64_t start = 0;
+            const void* fiber = nullptr;
+            if (!retired && w->monitor->current_turn(start, fiber) && start != w->sampled_turn &&
                 now_ns() - start >= threshold_ns) {
                 w->sampled_turn = start;
-                w->sampled_fiber = fiber_name(w->monitor->current_fiber());
+                w->sampled_fiber = fiber_name(fiber); // the fiber is alive: it holds the carrier
                 w->monitor->request_sample();
             }
             w = retired ? watched.erase(w) : w + 1;
@@ -118,9 +119,8 @@ struct PinningDetector::Impl {
     void report(const Watched& w, const LongTurn& turn) {
         PinningEvent event;
         event.carrier = w.monitor->label();
-        event.fiber = w.sampled_turn == turn.start_ns && !w.sampled_fiber.empty()
-                          ? w.sampled_fiber
-                          : fiber_display_name(turn.fiber);
+        event.fiber = w.sampled_turn == turn.start_ns && !w.sampled_fiber.empty() ? w.sampled_fiber
+                                                                                  : turn.fiber_name;
         event.duration_ms = (turn.end_ns - turn.start_ns) / 1e6;
         event.cpu_ms = turn.cpu_ns / 1e6;
         event.ready_waiting = turn.ready_waiting;
@@ -154,6 +154,11 @@ PinningDetector::Impl* PinningDetector::Impl::current = nullptr;
 PinningDetector::PinningDetector(Options options) : impl_(std::make_unique<Impl>()) {
     if (options.threshold < std::chrono::milliseconds(1))
         throw std::runtime_error("the pinning threshold must be at least 1ms");
+    // Held until this detector is the current one, so that a refused second detector never
+    // truncates the first one's events file.
+    std::lock_guard<std::mutex> lock(Impl::current_mutex);
+    if (Impl::current != nullptr)
+        throw std::runtime_error("a pinning detector is already running in this process");
     if (!options.events_path.empty()) {
         impl_->events_file = std::fopen(options.events_path.c_str(), "w");
         if (impl_->events_file == nullptr)
@@ -161,16 +166,14 @@ PinningDetector::PinningDetector(Options options) : impl_(std::make_unique<Impl>
                                      ": " + std::strerror(errno));
     }
     impl_->options = std::move(options);
-    {
-        std::lock_guard<std::mutex> lock(Impl::current_mutex);
-        if (Impl::current != nullptr) {
-            if (impl_->events_file != nullptr) std::fclose(impl_->events_file);
-            throw std::runtime_error("a pinning detector is already running in this process");
-        }
-        Impl::current = impl_.get();
+    try {
+        install_sample_handler();
+        impl_->watchdog = std::thread([this] { impl_->run(); });
+    } catch (...) {
+        if (impl_->events_file != nullptr) std::fclose(impl_->events_file);
+        throw;
     }
-    install_sample_handler();
-    impl_->watchdog = std::thread([this] { impl_->run(); });
+    Impl::current = impl_.get(); // last: nothing above can leave it pointing at a failed detector
     observe_carrier_schedulers(&Impl::watch_carrier);
 }
 

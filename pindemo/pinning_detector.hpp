@@ -1,8 +1,8 @@
 // The pinning detector: reports fibers that hold their carrier thread while other fibers wait.
-// The C++ counterpart of JFR's jdk.VirtualThreadPinned event, with the same one rule:
+// The C++ counterpart of JFR's jdk.VirtualThreadPinned event, and like it one rule:
 //
-//   a fiber's turn on its carrier lasted longer than the threshold while another fiber was
-//   ready to run on that carrier.
+//   a fiber's turn on its carrier lasted longer than the threshold, and when it ended another
+//   fiber was ready to run on that carrier.
 //
 // A fiber pins its carrier when it waits in a call that is not fiber-aware (a blocking sleep,
 // read, poll, std::mutex, PQexec) or computes for long without yielding. While a detector exists:

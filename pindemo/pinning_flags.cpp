@@ -11,6 +11,7 @@
 #include "pinning_detector.hpp"
 #include "process.hpp"
 
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 
@@ -40,6 +41,8 @@ void start(const std::string& program) {
     } catch (const std::exception& e) {
         fail(program, e.what(), 2); // as for any bad flag
     }
+    // Stopped at exit before any static object is destroyed: its last report may still need them.
+    std::atexit([] { detector.reset(); });
 }
 
 const bool registered = (extend_every_program(FlagsExtension{add, start}), true);

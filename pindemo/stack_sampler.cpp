@@ -65,7 +65,7 @@ void install_sample_handler() {
 }
 
 void attach_sampler(CarrierMonitor* monitor) {
-    signal_stack = std::make_unique<char[]>(signal_stack_size);
+    signal_stack.reset(new char[signal_stack_size]); // not zero-filled: untouched pages stay free
     stack_t stack{};
     stack.ss_sp = signal_stack.get();
     stack.ss_size = signal_stack_size;

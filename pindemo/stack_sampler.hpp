@@ -5,10 +5,12 @@
 // interrupted (inside nanosleep, poll, a mutex wait...), records the return addresses on its
 // stack with backtrace() into the CarrierMonitor's preallocated buffer.
 //
-// A signal handler may only do async-signal-safe work: no malloc, no locks, no stdio. backtrace()
-// qualifies once libgcc's unwinder is loaded (its first call loads it, so
-// install_sample_handler() makes that first call). Turning addresses into names happens later,
-// on the watchdog thread (frame_names.hpp). The handler runs on an alternate signal
+// A signal handler may only do async-signal-safe work: no malloc, no locks, no stdio. glibc does
+// not list backtrace() as safe: its first call loads libgcc's unwinder (so
+// install_sample_handler() makes that call), and a sample that lands while the carrier is itself
+// unwinding a C++ exception re-enters the unwinder's frame cache. A known risk of in-process
+// samplers, accepted for a diagnostic that is switched on by a flag. Turning addresses into names
+// happens later, on the watchdog thread (frame_names.hpp). The handler runs on an alternate signal
 // stack of its own, so a fiber whose small stack is nearly full does not overflow it.
 //
 // Side effect: the signal interrupts the blocking call. The handler is installed with
