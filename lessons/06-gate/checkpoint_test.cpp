@@ -61,7 +61,7 @@ TEST_CASE("lesson06 refuses an unknown profile and a gate that would park foreve
     CHECK(run_program({lesson06, "--gate-policy", "drop"}, output) == 2);
 }
 
-TEST_CASE("a rejection is mapped to 503; with --bad-unmapped-rejection it surfaces as 500",
+TEST_CASE("a rejection is mapped to 503, and with --bad-unmapped-rejection it surfaces as 500",
           "[lesson06][checkpoint]") {
     // --gate-limit 0 admits nobody: every /work is rejected, so what the client sees is the
     // mapping alone, without any race for a permit.

@@ -624,9 +624,10 @@ TEST_CASE("the probe samples /metrics once a second and writes -1 for what it ca
 
 // --- Progress ----------------------------------------------------------------------------------
 
-TEST_CASE("the progress line shows time, ETA, in flight and the status mix; past ramp + hold it "
-          "says it waits for the last answers, not '111s of 110s'",
-          "[spike]") {
+TEST_CASE(
+    "the progress line shows time, ETA, in flight and the status mix, and past ramp + hold it "
+    "says it waits for the last answers, not '111s of 110s'",
+    "[spike]") {
     SpikeCounts counts;
     counts.rows = 10;
     counts.in_flight = 7;
