@@ -246,7 +246,7 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
     // vt: everything inside the app, the queue in the pool, 500s at the 3 s pool timeout.
     CHECK(vt.count(500) > 0);
     CHECK(vt.median_ms(500) >= 3000);
-    CHECK(vt.median_ms(500) <= 4500);
+    CHECK(vt.median_ms(500) <= 6000); // twice the pool timeout: no other timeout, however busy
     CHECK(vt.max_pool_pending >= 50 * pool_size);
     CHECK(vt.max_inflight >= 5 * threads_max); // threads-max is inert
 
@@ -254,9 +254,9 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
     CHECK(gated.count(503) > gated.count(200));
     CHECK(gated.count(200) >= 500);
     CHECK(gated.count(500) == 0);
-    // Well under 1 ms on a quiet machine (the SUMMARY prints it); 500 ms, a sixth of the 3 s
-    // pool timeout a queued request would wait, holds on a machine busy with other work too.
-    CHECK(gated.median_ms(503) < 500);
+    // Well under 1 ms on a quiet machine (the SUMMARY prints it); 1.5 s, half the 3 s pool
+    // timeout a queued request would wait, holds on a machine busy with other work too.
+    CHECK(gated.median_ms(503) < 1500);
     CHECK(gated.max_pool_pending <= pool_size);
 
     // vt-ceiling: open connections plateau at max-connections, never above; the workers beyond

@@ -14,10 +14,13 @@ const std::string lesson03 = BIN_DIR "/lesson03";
 const std::string crowd = BIN_DIR "/crowd";
 } // namespace
 
-TEST_CASE("ten concurrent one-second requests on kept-alive connections take one second",
+TEST_CASE("ten kept-alive one-second requests on one carrier take one second, not ten",
           "[lesson03][checkpoint]") {
-    ServerProcess server(lesson03, {}, "lesson03-checkpoint");
-    STEP("lesson03 listening on port " << server.port() << ", log " << server.log_path());
+    // One carrier: ten sleeps that pinned it would take 10 s in turns, whatever the core count
+    // (on one carrier per core, an 8-core laptop would take turns in 2 s).
+    ServerProcess server(lesson03, {"--carriers", "1"}, "lesson03-checkpoint");
+    STEP("lesson03 --carriers 1 listening on port " << server.port() << ", log "
+                                                    << server.log_path());
     std::vector<std::unique_ptr<RawConnection>> clients;
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < 10; ++i) {
@@ -36,9 +39,8 @@ TEST_CASE("ten concurrent one-second requests on kept-alive connections take one
     }
     const double elapsed = seconds_since(start);
     STEP("all 10 answered after " << elapsed << " s");
-    // Overlapping sleeps: ~1 s, and a loaded machine adds little to a sleep. Served one by one
-    // they take 10 s, two at a time 5 s: both fail here, however busy the machine.
-    CHECK(elapsed < 4.0);
+    // Overlapping sleeps: ~1 s. Taking turns: 10 s. 5 s leaves 4 s for a busy machine.
+    CHECK(elapsed < 5.0);
     CHECK(fiber_flags == std::set<bool>{true});
     STEP("a second round on the same kept-alive connections");
     for (auto& client : clients)

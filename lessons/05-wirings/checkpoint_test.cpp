@@ -124,9 +124,10 @@ TEST_CASE("vt spike: everything in flight, the pool's queue overflows its timeou
     CHECK(shape.count(200) > 0);
     CHECK(shape.count(500) > 0);
     CHECK(shape.count(200) + shape.count(500) == shape.rows);
-    // The 500s are pool timeouts: at the 3 s line (plus the time to answer), not before.
+    // The 500s are pool timeouts: at the 3 s line (plus the time to answer, which a busy
+    // machine stretches), not before, and not at another timeout (the spike's is 30 s).
     CHECK(shape.median_ms(500) >= 3000);
-    CHECK(shape.median_ms(500) <= 4500);
+    CHECK(shape.median_ms(500) <= 6000);
     // --threads-max is inert: far more than 200 requests are inside the app ...
     CHECK(shape.max_inflight >= 500);
     // ... and they queue for the pool, far beyond its 10 connections.

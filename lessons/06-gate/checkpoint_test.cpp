@@ -61,7 +61,7 @@ TEST_CASE("lesson06 refuses an unknown profile and a gate that would park foreve
     CHECK(run_program({lesson06, "--gate-policy", "drop"}, output) == 2);
 }
 
-TEST_CASE("a rejection is mapped to 503; with --bad-unmapped-rejection it surfaces as 500",
+TEST_CASE("a rejection is mapped to 503, and with --bad-unmapped-rejection it surfaces as 500",
           "[lesson06][checkpoint]") {
     // --gate-limit 0 admits nobody: every /work is rejected, so what the client sees is the
     // mapping alone, without any race for a permit.
@@ -100,9 +100,9 @@ TEST_CASE("vt-gated spike: a dense, fast band of 503s, no 500s, goodput kept",
     CHECK(shape.count(503) > shape.count(200));               // most attempts are turned away ...
     CHECK(shape.count(200) + shape.count(503) == shape.rows); // ... and nothing else fails
     // ... at once: a rejection is a compare-and-swap and a short answer (well under 1 ms on a
-    // quiet machine, a figure for the demo to print). 500 ms, a sixth of the 3 s a request
-    // queued for the pool would wait, holds on a machine busy with other work too.
-    CHECK(shape.median_ms(503) < 500);
+    // quiet machine, a figure for the demo to print). 1.5 s, half the 3 s a request queued for
+    // the pool would wait, holds on a laptop busy with a build and a browser too.
+    CHECK(shape.median_ms(503) < 1500);
     // The gate admits 10, the pool has 10: nobody queues for a connection.
     CHECK(shape.max_pool_pending <= 10);
     CHECK(shape.max_inflight <= 200);

@@ -57,7 +57,8 @@ TEST_CASE("REJECT: a full gate fails at once, naming the limit and the operation
     CHECK(gate.rejections() == 1);
 }
 
-TEST_CASE("REJECT with limit 0 admits nobody; BLOCK with limit 0 is refused", "[lesson06][gate]") {
+TEST_CASE("REJECT with limit 0 admits nobody, and BLOCK with limit 0 is refused",
+          "[lesson06][gate]") {
     ConcurrencyGate gate(armed(0, GatePolicy::reject));
     CHECK_THROWS_AS(gate.enter(), ConcurrencyLimitReached);
     CHECK(check_gate_options(armed(0, GatePolicy::block)) ==

@@ -201,8 +201,8 @@ struct FullBacklog {
             fillers.push_back(fd);
             ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
             pollfd done{fd, POLLOUT, 0};
-            // Loopback completes a handshake in microseconds; 200 ms without it means dropped.
-            if (::poll(&done, 1, 200) == 0) return;
+            // Loopback completes a handshake in microseconds; 1 s without it means dropped.
+            if (::poll(&done, 1, 1000) == 0) return;
         }
         throw std::runtime_error("could not fill the accept queue");
     }
@@ -327,11 +327,11 @@ TEST_CASE("every worker's first attempt starts at its offset, in every run", "[s
         for (std::size_t i = 0; i < rows.size(); ++i) {
             STEP("worker " << i << " started at " << rows[i].ts_ms << " ms");
             CHECK(rows[i].status == 200);
-            // Wake-ups are never early, and each worker starts before the next one's offset
-            // (400 ms later): a wrong spread (all at once, twice as far apart) fails, while a
-            // loaded machine's late wake-ups, tens of milliseconds, do not.
+            // Wake-ups are never early, and each worker starts in its own 400 ms slot, before
+            // the next worker's offset: a late start under load keeps the order, a wrong
+            // offset (all at once, or spread wider than the ramp) breaks it.
             CHECK(rows[i].ts_ms >= 400.0 * static_cast<double>(i) - 1);
-            CHECK(rows[i].ts_ms < 400.0 * static_cast<double>(i) + 390);
+            CHECK(rows[i].ts_ms < 400.0 * static_cast<double>(i + 1));
         }
     }
 }
@@ -349,7 +349,9 @@ TEST_CASE("every attempt gets exactly one row, and a kept-alive connection serve
     CHECK(counts.rows == static_cast<long>(rows.size()));
     CHECK(counts.in_flight == 0);
     CHECK(count_status(rows, 200) == static_cast<long>(rows.size()));
-    CHECK(rows.size() > 30); // 10 ms answers, no backoff: a worker asks dozens of times a second
+    // 10 ms answers, no backoff: a worker asks dozens of times a second; 10 in all is enough to
+    // show the three connections each served many, even on a machine that stalls often.
+    CHECK(rows.size() > 10);
     CHECK(server.connections() == 3);
     CHECK(lines_of(options.out).size() == rows.size() + 1); // the header, then the rows
 }
@@ -360,7 +362,7 @@ TEST_CASE("a worker reconnects when the server closes the connection", "[spike]"
     const auto rows = run(short_spike("reconnect", server.port(), 1, 0ms, 500ms));
     STEP(rows.size() << " rows on " << server.connections() << " connections");
     CHECK(count_status(rows, 200) == static_cast<long>(rows.size()));
-    CHECK(rows.size() > 5);
+    CHECK(rows.size() >= 3); // hundreds on a quiet machine; 3 already need two reconnects
     CHECK(server.connections() == static_cast<int>(rows.size()));
 }
 
@@ -378,7 +380,7 @@ TEST_CASE("a response slower than --timeout is recorded as -1 at the timeout", "
     for (const Row& row : rows) {
         STEP("a row: ts " << row.ts_ms << ", latency " << row.latency_ms);
         CHECK(row.latency_ms >= 500);
-        CHECK(row.latency_ms < 2500); // a timer 2 s late would be a broken reactor, not load
+        CHECK(row.latency_ms < 5000); // half the 10 s a spike without its timeout would wait
     }
 }
 
@@ -402,7 +404,7 @@ TEST_CASE("a refused connect is recorded as -2", "[spike]") {
     const auto rows = run(options);
     REQUIRE(!rows.empty());
     CHECK(count_status(rows, -2) == static_cast<long>(rows.size()));
-    CHECK(rows.front().latency_ms < 1000); // refused at once, not after a timeout
+    CHECK(rows.front().latency_ms < 2500); // refused at once, not after the 5 s timeout
 }
 
 TEST_CASE("a connect that hangs is recorded as -3, even when --timeout passes too", "[spike]") {
@@ -410,15 +412,15 @@ TEST_CASE("a connect that hangs is recorded as -3, even when --timeout passes to
     SECTION("the connect timeout is the shorter one") {
         auto options = short_spike("hang", hanging.port, 2, 0ms, 300ms);
         options.connect_timeout = 300ms;
-        options.timeout = 5s;
-        STEP("2 workers against a full accept queue, connect timeout 0.3 s, timeout 5 s");
+        options.timeout = 10s;
+        STEP("2 workers against a full accept queue, connect timeout 0.3 s, timeout 10 s");
         const auto rows = run(options);
         REQUIRE(rows.size() == 2);
         for (const Row& row : rows) {
             STEP("a row: status " << row.status << ", latency " << row.latency_ms);
             CHECK(row.status == -3);
             CHECK(row.latency_ms >= 300);
-            CHECK(row.latency_ms < 2300);
+            CHECK(row.latency_ms < 5000); // half the 10 s timeout a missed connect timeout waits
         }
     }
     SECTION("the overall timeout is the shorter one: still -3, the connect is checked first") {
@@ -432,7 +434,7 @@ TEST_CASE("a connect that hangs is recorded as -3, even when --timeout passes to
             STEP("a row: status " << row.status << ", latency " << row.latency_ms);
             CHECK(row.status == -3);
             CHECK(row.latency_ms >= 400);
-            CHECK(row.latency_ms < 2400);
+            CHECK(row.latency_ms < 5000); // half the 10 s connect timeout it would wait instead
         }
     }
 }
@@ -462,7 +464,9 @@ TEST_CASE("after an answer other than 200 a worker waits the backoff but after 2
         STEP("1 worker, hold 1.3 s, backoff 0.4 s, every answer 200");
         const auto rows = run(options);
         STEP(rows.size() << " rows");
-        CHECK(rows.size() > 20); // loopback answers take well under a millisecond
+        // Loopback answers take well under a millisecond: hundreds of rows. Waiting the backoff
+        // after a 200 would allow 4 at most.
+        CHECK(rows.size() > 8);
     }
 }
 
@@ -504,7 +508,9 @@ TEST_CASE("an interrupted spike records the attempts in flight as -4", "[spike]"
     REQUIRE(rows.size() == 3);
     for (const Row& row : rows) {
         CHECK(row.status == -4);
-        CHECK(row.latency_ms >= 400); // they started a moment after the spike, 0.5 s before
+        // They started a moment after the spike, 0.5 s before; a busy machine may start them
+        // late, but a -4 row that lost its attempt's start time would say 0.
+        CHECK(row.latency_ms >= 100);
     }
     CHECK(spike.counts().in_flight == 0);
 }
@@ -604,21 +610,24 @@ TEST_CASE("the probe samples /metrics once a second and writes -1 for what it ca
     CHECK(lines[0] == "ts,inflight,connections,pool_pending");
     CHECK(lines[1].substr(lines[1].find(',')) == ",12,34,56");
     CHECK(lines.back().substr(lines.back().find(',')) == ",-1,-1,-1");
-    double previous = -1000;
+    long previous_second = -1;
     for (std::size_t i = 1; i < lines.size(); ++i) {
         const double ts = std::stod(lines[i]);
         STEP("sample at " << ts << " ms: " << lines[i]);
-        // Samples start on whole seconds; even a late one is far from its neighbours.
-        CHECK(ts - previous >= 500);
-        previous = ts;
+        // Samples start on whole seconds, never early, and a late one skips the ticks it missed:
+        // however busy the machine, no two samples fall in the same second.
+        const auto second = static_cast<long>(ts / 1000);
+        CHECK(second > previous_second);
+        previous_second = second;
     }
 }
 
 // --- Progress ----------------------------------------------------------------------------------
 
-TEST_CASE("the progress line shows time, ETA, in flight and the status mix; past ramp + hold it "
-          "says it waits for the last answers, not '111s of 110s'",
-          "[spike]") {
+TEST_CASE(
+    "the progress line shows time, ETA, in flight and the status mix, and past ramp + hold it "
+    "says it waits for the last answers, not '111s of 110s'",
+    "[spike]") {
     SpikeCounts counts;
     counts.rows = 10;
     counts.in_flight = 7;
