@@ -12,17 +12,20 @@
 
 int main(int argc, char** argv) {
     block_shutdown_signals();
+    std::chrono::milliseconds sleep = std::chrono::seconds(1);
     ConnectorOptions options;
     PinningOptions pinning;
     Flags flags("lesson03", "Fibers on carrier threads own the sockets; cpp-httplib only parses "
                             "and routes. GET /benchmark sleeps one second on its fiber.");
+    // Lesson 07 runs this server as its downstream "inventory" service, answering in 100 ms.
+    flags.add("benchmark-sleep", sleep, "how long GET /benchmark sleeps on its fiber");
     add_connector_flags(flags, options);
     add_pinning_flags(flags, pinning); // --detect-pinning: see pindemo/
     flags.parse(argc, argv);
     const auto detector = start_pinning_detector(pinning, "lesson03"); // before the carriers
 
     HttpApp app; // routes as in lessons 01 and 02: cpp-httplib's router, our sockets
-    add_benchmark_routes(app, fiber_sleep, on_fiber);
+    add_benchmark_routes(app, fiber_sleep, on_fiber, sleep);
     Connector connector(app, options);
     run_until_shutdown(connector, "lesson03");
 }
