@@ -53,7 +53,7 @@ TEST_CASE("lesson07's profiles differ in the executor only, and it names its end
     const auto vt = print_config(lesson07, {"--profile", "vt"});
     CHECK(platform.at("endpoint") == "GET /orders/{id}");
     CHECK(platform.at("query") == "SELECT item, quantity FROM orders WHERE id = {id}");
-    CHECK(platform.at("inventory_url") == "http://127.0.0.1:8090/benchmark");
+    CHECK(platform.at("inventory") == "127.0.0.1:8090/benchmark");
     CHECK(platform.at("pool_size") == "20");
     for (const auto& [key, value] : platform) {
         INFO(key << ": platform '" << value << "'");

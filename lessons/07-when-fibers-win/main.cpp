@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
         fail("lesson07", std::string("--inventory-url: ") + e.what() + " (try --help)", 2);
     }
     WorkServer server(options, "lesson07",
-                      {{"inventory_url", inventory_url},
+                      // Without "http://": scripts take the first URL in the log for this
+                      // server's own.
+                      {{"inventory", inventory_url.substr(std::string("http://").size())},
                        {"inventory_timeout", format_duration(inventory_timeout)}});
     add_orders_route(server.app(), server.pool(), *inventory);
     server.run();
