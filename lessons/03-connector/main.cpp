@@ -11,14 +11,17 @@
 
 int main(int argc, char** argv) {
     block_shutdown_signals();
+    std::chrono::milliseconds sleep = std::chrono::seconds(1);
     ConnectorOptions options;
     Flags flags("lesson03", "Fibers on carrier threads own the sockets; cpp-httplib only parses "
                             "and routes. GET /benchmark sleeps one second on its fiber.");
+    // Lesson 07 runs this server as its downstream "inventory" service, answering in 100 ms.
+    flags.add("benchmark-sleep", sleep, "how long GET /benchmark sleeps on its fiber");
     add_connector_flags(flags, options);
     flags.parse(argc, argv);
 
     HttpApp app; // routes as in lessons 01 and 02: cpp-httplib's router, our sockets
-    add_benchmark_routes(app, fiber_sleep, on_fiber);
+    add_benchmark_routes(app, fiber_sleep, on_fiber, sleep);
     Connector connector(app, options);
     run_until_shutdown(connector, "lesson03");
 }

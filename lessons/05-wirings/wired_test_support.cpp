@@ -55,7 +55,7 @@ SpikeShape run_spike(const ServerProcess& server, const std::string& name, const
     const std::string management = std::to_string(management_port_of(server));
     std::string output;
     const int status = run_program(
-        {BIN_DIR "/spike", "--url", "http://127.0.0.1:" + port + "/work", "--workers",
+        {BIN_DIR "/spike", "--url", "http://127.0.0.1:" + port + plan.path, "--workers",
          std::to_string(plan.workers), "--ramp", seconds_text(plan.ramp_s), "--hold",
          seconds_text(plan.hold_s), "--timeout", seconds_text(plan.timeout_s), "--backoff",
          seconds_text(plan.backoff_s), "--out", out, "--probe-url",

@@ -23,8 +23,9 @@ struct SpikePlan {
     double hold_s = 6;
     double timeout_s = 30;
     double backoff_s = 2;
+    std::string path = "/work"; // what every worker asks for
 };
 
-// Runs the `spike` program (lessons/tools/spike) against the server's GET /work, with its probe
+// Runs the `spike` program (lessons/tools/spike) against the server's GET plan.path, with its probe
 // on the management port, and reads both CSVs back (kept in the test-logs directory under `name`).
 SpikeShape run_spike(const ServerProcess& server, const std::string& name, const SpikePlan& plan);

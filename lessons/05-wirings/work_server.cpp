@@ -38,8 +38,8 @@ Settings effective_settings(const ServerOptions& options) {
         {"executor", wiring_of(options.profile) == Wiring::platform
                          ? "platform threads: " + threads + ", first-come queue"
                          : "connection fibers (--threads-max " + threads + " has no effect)"},
-        {"endpoint", "GET /work"},
-        {"query", WorkService::query},
+        {"endpoint", options.endpoint},
+        {"query", options.query},
         {"db", pool.conninfo},
         {"pool_size", std::to_string(pool.size)},
         {"pool_timeout", format_duration(pool.checkout_timeout)},

@@ -32,6 +32,9 @@ struct ServerOptions {
     // Spring Boot's usual separate management port: /health and /metrics live there.
     int management_port = 8081;
     bool print_config = false;
+    // What effective_settings() reports the application serves; lesson 07 serves its own route.
+    std::string endpoint = "GET /work";
+    std::string query = WorkService::query;
     ConnectorOptions connector;
     PoolOptions pool;
 };
@@ -70,6 +73,7 @@ public:
 
     HttpApp& app() { return app_; }
     WorkService& work() { return *work_; }
+    PgPool& pool() { return *pool_; } // for a lesson's own routes (lesson 07)
     // Add a component's metrics before run().
     ManagementServer& management() { return *management_; }
 

@@ -7,7 +7,7 @@
 #       in POOL_CEILING (queries/s) for the demo's report.
 #   spike_server NAME PROGRAM ARGS...
 #       Starts the server (start_server, with --port 0 --management-port $MANAGEMENT_PORT added:
-#       0, a free port, unless set), runs the spike against its GET /work with the probe on its
+#       0, a free port, unless set), runs the spike against its GET $SPIKE_PATH (/work) with the probe on its
 #       /metrics, prints the summary (summarize) and the server's CPU time, and stops the
 #       server. Writes $SPIKE_OUT/NAME.csv, NAME-probe.csv and NAME.log.
 #
@@ -15,6 +15,7 @@
 #   WORKERS=2000 RAMP=2 HOLD=8 TIMEOUT=30 BACKOFF=2  (seconds)
 #   STEADY_FROM=5                  the steady state starts here (the summary's goodput, p50, p95)
 #   SPIKE_OUT=$LOGS                where the CSVs go
+#   SPIKE_PATH=/work               what every worker asks for
 WORKERS=${WORKERS:-2000}
 RAMP=${RAMP:-2}
 HOLD=${HOLD:-8}
@@ -22,6 +23,7 @@ TIMEOUT=${TIMEOUT:-30}
 BACKOFF=${BACKOFF:-2}
 STEADY_FROM=${STEADY_FROM:-5}
 SPIKE_OUT=${SPIKE_OUT:-$LOGS}
+SPIKE_PATH=${SPIKE_PATH:-/work}
 
 # pool_ceiling: prints what ten connections running the query back to back achieve here
 # (pgbench, 5 s): the ceiling every goodput compares with.
@@ -49,7 +51,7 @@ spike_server() {
     [ -n "$management" ] || die "$name did not say where its management port is ($SPIKE_OUT/$name.log)"
     say "$name: $(basename "$1") on $SERVER_URL, management on $management"
     say "spike --workers $WORKERS --ramp $RAMP --hold $HOLD --timeout $TIMEOUT --backoff $BACKOFF"
-    "$BUILD/bin/spike" --url "$SERVER_URL/work" --workers "$WORKERS" --ramp "$RAMP" \
+    "$BUILD/bin/spike" --url "$SERVER_URL$SPIKE_PATH" --workers "$WORKERS" --ramp "$RAMP" \
         --hold "$HOLD" --timeout "$TIMEOUT" --backoff "$BACKOFF" --out "$SPIKE_OUT/$name.csv" \
         --probe-url "http://$management/metrics" --probe-out "$SPIKE_OUT/$name-probe.csv" >/dev/null
     local cpu

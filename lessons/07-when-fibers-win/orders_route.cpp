@@ -1,0 +1,67 @@
+#include "orders_route.hpp"
+
+#include "process.hpp"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// An indexed lookup takes well under a millisecond; a database that has not answered in 10 s is
+// stuck, not busy, and the connection is dropped rather than reused mid-query.
+constexpr std::chrono::milliseconds query_timeout{10000};
+
+double ms_since(Clock::time_point start) {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    return std::round(ms * 1000) / 1000; // to the microsecond: the rest is clock noise
+}
+
+void answer_text(httplib::Response& res, int status, const std::string& text) {
+    res.status = status;
+    res.set_content(text + "\n", "text/plain");
+}
+
+} // namespace
+
+void add_orders_route(httplib::Server& server, PgPool& pool, InventoryClient& inventory) {
+    // At most 9 digits: an id always fits PostgreSQL's integer, so no input reaches the SQL but
+    // a number.
+    server.Get(R"(/orders/([0-9]{1,9}))", [&pool, &inventory](const httplib::Request& req,
+                                                              httplib::Response& res) {
+        const std::string id = std::to_string(std::stol(req.matches[1]));
+        std::string sql = orders_query;
+        sql.replace(sql.find("{id}"), 4, id);
+        std::string item, quantity;
+        const auto query_start = Clock::now();
+        try {
+            PgPool::Lease lease = pool.borrow();
+            const PgResult rows = lease->query(sql, query_timeout);
+            if (rows.rows() == 0) return answer_text(res, 404, "no order " + id);
+            item = rows.value(0, 0);
+            quantity = rows.value(0, 1);
+        } catch (const PoolTimeout& e) {
+            return answer_text(res, 500, e.what());
+        } catch (const PgError& e) {
+            return answer_text(res, 500, e.what());
+        } // the lease is back in the pool before the downstream wait begins
+        const double query_ms = ms_since(query_start);
+
+        const auto inventory_start = Clock::now();
+        HttpResponse downstream;
+        std::string why;
+        if (!inventory.get(downstream, why)) return answer_text(res, 502, why);
+        if (downstream.status != 200)
+            return answer_text(res, 502,
+                               "inventory at " + inventory.url() + " answered " +
+                                   std::to_string(downstream.status));
+        const nlohmann::ordered_json answer = {{"id", std::stol(id)},
+                                               {"item", item},
+                                               {"quantity", std::stoi(quantity)},
+                                               {"query_ms", query_ms},
+                                               {"inventory_ms", ms_since(inventory_start)},
+                                               {"thread", thread_label()}};
+        res.set_content(answer.dump() + "\n", "application/json");
+    });
+}
