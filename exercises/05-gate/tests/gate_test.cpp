@@ -31,12 +31,17 @@ constexpr double free_carrier_gap_ms = 150;
 struct GatedServer {
     ConcurrencyGate& gate;
     Latch release;
+    std::atomic<int> ended{0}; // GET /work handlers that returned or threw
     HttpApp app;
     std::unique_ptr<Connector> connector;
 
     explicit GatedServer(ConcurrencyGate& gate_in) : gate(gate_in) {
         map_rejections_to_503(app);
         app.Get("/work", [this](const httplib::Request&, httplib::Response& res) {
+            struct Ended {
+                std::atomic<int>& count;
+                ~Ended() { ++count; }
+            } counted{ended};
             ConcurrencyGate::Permit permit = gate.enter();
             release.wait(5000ms);
             res.set_content("done\n", "text/plain");
@@ -58,6 +63,13 @@ struct GatedServer {
         connector->stop();
     }
     int port() const { return connector->port(); }
+
+    // Waits until `n` GET /work are inside the gate, or one has ended already (a gate that let
+    // it through without a permit, or threw): then there is no point in waiting on.
+    bool inside(int n) {
+        eventually([&] { return gate.in_use() == n || ended > 0; });
+        return gate.in_use() == n;
+    }
 };
 
 } // namespace
@@ -171,6 +183,8 @@ TEST_CASE("at its limit a BLOCK gate parks the caller until a permit is returned
         ConcurrencyGate::Permit permit = gate.enter();
         waited_ms = ms_since(began);
     });
+    STEP("fiber A entered a BLOCK gate of limit 1 and holds the permit 300 ms; fiber B, on the "
+         "same carrier, called enter() and must park until A is done");
     if (eventually([&] { return gate.waiting() == 1; }, 250ms)) waiting_seen = 1;
     REQUIRE(carrier.finished(holder));
     REQUIRE(carrier.finished(latecomer));
@@ -207,6 +221,7 @@ TEST_CASE("under BLOCK nobody is refused and each caller waits for everyone ahea
             boost::this_fiber::sleep_for(100ms); // the work
         }));
     }
+    STEP("5 fibers on one carrier call enter() on a BLOCK gate of limit 1, 10 ms apart");
     for (auto& fiber : fibers)
         REQUIRE(carrier.finished(fiber));
     std::string served;
@@ -226,7 +241,8 @@ TEST_CASE("behind a BLOCK gate the excess request waits and then gets 200",
     GatedServer server(gate);
     RawConnection first(server.port()), second(server.port());
     REQUIRE(first.send(get_request("/work")));
-    REQUIRE(eventually([&] { return gate.in_use() == 1; }));
+    STEP("one GET /work sent to a BLOCK gate of limit 1; in_use() must count it");
+    REQUIRE(server.inside(1));
     REQUIRE(second.send(get_request("/work")));
     const bool queued = eventually([&] { return gate.waiting() == 1; });
     STEP("one GET /work inside a BLOCK gate of limit 1, a second one waiting: " << (queued ? "yes"
@@ -260,7 +276,8 @@ TEST_CASE("with a REJECT gate in front the excess request gets a fast 503",
     RawConnection first(server.port()), second(server.port()), third(server.port());
     REQUIRE(first.send(get_request("/work")));
     REQUIRE(second.send(get_request("/work")));
-    REQUIRE(eventually([&] { return gate.in_use() == 2; }));
+    STEP("two GET /work sent to a REJECT gate of limit 2; in_use() must count both");
+    REQUIRE(server.inside(2));
     STEP("two GET /work are inside a REJECT gate of limit 2, held there");
     const auto began = Clock::now();
     REQUIRE(third.send(get_request("/work")));
