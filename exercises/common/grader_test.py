@@ -11,6 +11,7 @@
 
 Standard library only.
 """
+import csv
 import json
 import os
 import re
@@ -174,6 +175,83 @@ class GraderTest(unittest.TestCase):
         listed = subprocess.run([str(binary), "--list-test-names-only"], text=True,
                                 stdout=subprocess.PIPE).stdout.split("\n")
         self.assertEqual(sorted(t for t in listed if t), sorted(t["name"] for t in plan))
+
+    def test_classroom_workflow_is_current(self):
+        """.github/workflows/classroom.yml grades every exercise, for its points."""
+        workflow = REPO / ".github" / "workflows" / "classroom.yml"
+        done = subprocess.run([str(GRADE), "--workflow"], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(done.returncode, 0)
+        self.assertEqual(workflow.read_text(), done.stdout,
+                         "regenerate it: exercises/grade --workflow > .github/workflows/classroom.yml")
+        # Read back on its own, not through the generator: a step per exercise, in order.
+        grader = load_grader()
+        steps = re.findall(r"(?m)^    - name: (\S+)\n      id: (\S+)\n"
+                           r"      uses: classroom-resources/autograding-command-grader@v1\n"
+                           r"      with:\n        test-name: \S+\n"
+                           r"        setup-command: (.+)\n        command: (.+)\n"
+                           r"        timeout: (\d+)\n        max-score: (\d+)\n", done.stdout)
+        self.assertEqual([s[0] for s in steps], [e.name for e in EXERCISES])
+        runners = re.search(r"(?m)^        runners: (.+)$", done.stdout).group(1).split(",")
+        self.assertEqual(runners, [s[1] for s in steps])
+        self.assertIn("classroom-resources/autograding-grading-reporter@v1", done.stdout)
+        for (name, runner, setup, command, _, points), exercise in zip(steps, EXERCISES):
+            self.assertEqual(int(points), sum(t["points"] for t in grader.test_plan(exercise)))
+            self.assertEqual(setup, "lessons/tools/setup --no-build")
+            self.assertTrue((REPO / setup.split()[0]).exists())
+            program, argument = command.split()
+            self.assertEqual(program, "exercises/grade")
+            self.assertEqual(grader.select(EXERCISES, argument), [exercise], command)
+            self.assertIn(f'{runner.upper()}_RESULTS: "${{{{steps.{runner}.outputs.result}}}}"',
+                          done.stdout)
+
+    def test_summary_of_a_class(self):
+        """--summary reads --json results (made up here: three students of known scores)."""
+        grader = load_grader()
+        plans = {e.name: grader.test_plan(e) for e in EXERCISES}
+
+        def results(passes):
+            exercises = []
+            for name, plan in plans.items():
+                tests = [{**t, "verdict": "pass" if passes(t) else "fail"} for t in plan]
+                got = sum(t["points"] for t in tests if t["verdict"] == "pass")
+                exercises.append({"name": name, "built": True, "tests": tests, "points": got,
+                                  "total": sum(t["points"] for t in plan)})
+            return {"score": sum(e["points"] for e in exercises), "exercises": exercises}
+
+        first = EXERCISES[0].name
+        task1 = sum(t["points"] for t in plans[first] if t["task"] == 1)
+        total = sum(t["points"] for t in plans[first])
+        with tempfile.TemporaryDirectory() as scratch:
+            students = {"alice": results(lambda t: True), "bob": results(lambda t: False),
+                        "carol": results(lambda t: t["task"] == 1)}
+            paths = []
+            for name, report in students.items():
+                paths.append(Path(scratch) / f"{name}.json")
+                paths[-1].write_text(json.dumps(report))
+            table = Path(scratch) / "class.csv"
+            done = subprocess.run([str(GRADE), "--summary", *map(str, paths), "--csv", str(table)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.assertEqual(done.returncode, 0, done.stdout)
+            self.assertIn("3 students: alice, bob, carol", done.stdout)
+            # The median of (total, 0, task 1's points) is task 1's points: carol's.
+            self.assertRegex(done.stdout, rf"(?m)^{first}\s+{task1}\s+{total}\s+1/3\s+2/3")
+            self.assertRegex(done.stdout, rf"(?m)^  task 1\s+{task1}\s+{task1}\s+2/3\s+1/3")
+            # Every task but task 1 is failed by bob and carol: those lead the list.
+            self.assertRegex(done.stdout, r"Tasks most students fail:\n  \d\d task [2-9]: 2 of 3 "
+                                          r"\(bob, carol\)")
+            rows = list(csv.reader(table.read_text().splitlines()))
+            self.assertEqual(rows[0][:4], ["student", "score", "total", first])
+            self.assertEqual([r[0] for r in rows], ["student", "(out of)", "alice", "bob", "carol",
+                                                    "(median)"])
+            self.assertEqual(rows[2][3], str(total))
+            self.assertEqual(rows[4][4], str(task1))  # carol, the first exercise's task 1
+
+            # A file that is not a result is one line and exit status 2.
+            paths[0].write_text("{}")
+            done = subprocess.run([str(GRADE), "--summary", *map(str, paths)], text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.assertEqual(done.returncode, 2)
+            self.assertRegex(done.stdout, r"^exercises/grade: .*alice.json is not a result")
 
     def test_grader_survives_broken_stubs(self):
         """Copies of exercise 04 whose stubs crash, hang, do not compile, fail a CHECK or fail a
