@@ -306,3 +306,87 @@ TEST_CASE("other exceptions are answered 500 with their message", "[ex5][task_3]
     CHECK(status_of(response) == 500);
     CHECK(body_of(response) == "database is down\n");
 }
+
+// Task 4 (stretch): BLOCK with a limit on the wait. The holder stays inside until the test opens
+// its latch, so a caller that finishes first cannot have waited for it: an order, not a timing.
+TEST_CASE("a BLOCK gate with a max wait refuses the caller who waited that long",
+          "[ex5][task_4][points=2]") {
+    ConcurrencyGate gate(1, GatePolicy::block, 100ms);
+    Latch release;
+    std::string message = "(none: enter() returned)";
+    double waited_ms = -1;
+    TestCarrier carrier;
+    Ticker ticker(carrier);
+    auto holder = carrier.start([&] {
+        ConcurrencyGate::Permit permit = gate.enter();
+        release.wait(5000ms);
+    });
+    auto latecomer = carrier.start([&] {
+        boost::this_fiber::sleep_for(10ms); // after the holder
+        const auto began = Clock::now();
+        try {
+            ConcurrencyGate::Permit permit = gate.enter();
+        } catch (const ConcurrencyLimitReached& e) {
+            message = e.what();
+        }
+        waited_ms = ms_since(began);
+    });
+    STEP("fiber A holds the only permit of a BLOCK gate with a max wait of 100 ms, until the test "
+         "lets it go; fiber B, on the same carrier, calls enter() and must give up first");
+    REQUIRE(carrier.finished(latecomer, 3000ms));
+    const int waiting_after = gate.waiting();
+    release.open();
+    REQUIRE(carrier.finished(holder));
+    const TickerReport report = ticker.stop();
+    STEP("B's enter() ended after " << waited_ms << " ms with '" << message
+                                    << "'; then waiting() said " << waiting_after
+                                    << "; longest ticker gap " << report.longest_gap_ms << " ms");
+    CHECK(message == "Concurrency limit reached: 1 - waited 100 ms");
+    CHECK(waited_ms >= 99);
+    CHECK(waiting_after == 0);
+    CHECK(gate.rejections() == 1);
+    CHECK(report.longest_gap_ms < free_carrier_gap_ms);
+    CHECK(gate.in_use() == 0);
+}
+
+TEST_CASE("a place returned after a caller gave up goes to the next caller, not to the one gone",
+          "[ex5][task_4][points=2]") {
+    ConcurrencyGate gate(1, GatePolicy::block, 100ms);
+    Latch release;
+    bool gave_up = false;
+    TestCarrier carrier;
+    auto holder = carrier.start([&] {
+        ConcurrencyGate::Permit permit = gate.enter();
+        release.wait(5000ms);
+    });
+    auto quitter = carrier.start([&] {
+        boost::this_fiber::sleep_for(10ms);
+        try {
+            ConcurrencyGate::Permit permit = gate.enter();
+        } catch (const ConcurrencyLimitReached&) {
+            gave_up = true;
+        }
+    });
+    STEP("fiber A holds the only permit of a BLOCK gate with a max wait of 100 ms; fiber B asks, "
+         "and must give up");
+    REQUIRE(carrier.finished(quitter, 3000ms));
+    REQUIRE(gave_up);
+    release.open();
+    REQUIRE(carrier.finished(holder));
+    STEP("then A gave its permit back: in_use() says " << gate.in_use() << ", waiting() says "
+                                                       << gate.waiting());
+    CHECK(gate.in_use() == 0);
+    CHECK(gate.waiting() == 0);
+    bool admitted = false;
+    REQUIRE(carrier.run(
+        [&] {
+            try {
+                ConcurrencyGate::Permit permit = gate.enter();
+                admitted = true;
+            } catch (const ConcurrencyLimitReached&) {
+            }
+        },
+        3000ms));
+    STEP("a newcomer then called enter(): " << (admitted ? "admitted" : "refused"));
+    CHECK(admitted);
+}
