@@ -6,6 +6,13 @@ Pool::Pool(int size, std::chrono::milliseconds checkout_timeout)
     // TODO(ex3) task 1: put the resources 0..size-1 in the pool, free.
 }
 
+Pool::Pool(int size, std::chrono::milliseconds checkout_timeout, Handover handover)
+    : Pool(size, checkout_timeout) {
+    // TODO(ex3) task 5 (stretch): under Handover::barging, give_back() frees the resource and
+    // wakes a waiter; whoever asks first gets it.
+    handover_ = handover;
+}
+
 Pool::Lease Pool::borrow(std::chrono::milliseconds timeout) {
     // TODO(ex3) task 1: lend a free resource: return Lease(this, id).
     // TODO(ex3) task 2: none free? Wait for one, up to `timeout`, then throw PoolTimeout.

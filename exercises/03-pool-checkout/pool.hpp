@@ -51,6 +51,11 @@ public:
 
     // A pool of `size` resources (at least 1); borrow() waits up to `checkout_timeout`.
     Pool(int size, std::chrono::milliseconds checkout_timeout);
+    // Task 5 (stretch). How a returned resource finds its next borrower: fifo (tasks 1-4) hands
+    // it to the longest waiter; barging makes it free and wakes a waiter, and whoever asks
+    // first gets it, also a newcomer or the one who returned it.
+    enum class Handover { fifo, barging };
+    Pool(int size, std::chrono::milliseconds checkout_timeout, Handover handover);
     Pool(const Pool&) = delete;
     Pool& operator=(const Pool&) = delete;
 
@@ -71,4 +76,5 @@ private:
     // Yours to change: the pool's state.
     int size_;
     std::chrono::milliseconds checkout_timeout_;
+    Handover handover_ = Handover::fifo; // task 5
 };

@@ -4,11 +4,18 @@ ConcurrencyGate::ConcurrencyGate(int limit, GatePolicy policy) : limit_(limit), 
     if (limit < 1) throw std::invalid_argument("a gate needs a limit of at least 1");
 }
 
+ConcurrencyGate::ConcurrencyGate(int limit, GatePolicy policy, std::chrono::milliseconds max_wait)
+    : ConcurrencyGate(limit, policy) {
+    if (max_wait.count() <= 0) throw std::invalid_argument("max_wait must be positive");
+    max_wait_ = max_wait;
+}
+
 ConcurrencyGate::Permit ConcurrencyGate::enter() {
     // TODO(ex5) task 1: under the limit, count the caller in and return Permit(this); at the
     // limit under GatePolicy::reject, count a rejection and throw ConcurrencyLimitReached.
     // TODO(ex5) task 2: at the limit under GatePolicy::block, wait for a place (park the fiber),
     // first come, first served.
+    // TODO(ex5) task 4 (stretch): with a max_wait_, give up after it.
     throw std::logic_error("TODO(ex5) task 1: ConcurrencyGate::enter is not written yet");
 }
 

@@ -7,6 +7,7 @@
 // or waits for a place (BLOCK: nothing fails — and the queue has moved once more, to the gate).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 
@@ -42,6 +43,10 @@ public:
 
     // At most `limit` permits at once (at least 1).
     ConcurrencyGate(int limit, GatePolicy policy);
+    // Task 4 (stretch): the same, except that under BLOCK a caller waits at most `max_wait`
+    // (positive); then enter() throws ConcurrencyLimitReached("Concurrency limit reached: 1 -
+    // waited 100 ms") and counts a rejection. A caller that gave up is no longer waiting.
+    ConcurrencyGate(int limit, GatePolicy policy, std::chrono::milliseconds max_wait);
     ConcurrencyGate(const ConcurrencyGate&) = delete;
     ConcurrencyGate& operator=(const ConcurrencyGate&) = delete;
 
@@ -61,4 +66,5 @@ private:
     // Yours to change.
     const int limit_;
     const GatePolicy policy_;
+    std::chrono::milliseconds max_wait_{0}; // task 4; 0: wait as long as it takes
 };

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/fiber/operations.hpp>
+#include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <sstream>
 #include <thread>
 
 namespace {
@@ -21,11 +25,73 @@ double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+// The watchdog's view of one carrier: when its heartbeat fiber last ran. Shared with the
+// heartbeat and the watchdog thread, which may outlive an abandoned carrier.
+struct TestCarrier::Watch {
+    std::string carrier;
+    std::atomic<std::int64_t> last_beat_ns{now_ns()};
+    std::mutex mutex;
+    std::condition_variable stopping_changed;
+    bool stopping = false; // under mutex; the heartbeat reads `ending`
+    std::atomic<bool> ending{false};
+
+    std::chrono::milliseconds blocked_for() const {
+        return std::chrono::milliseconds((now_ns() - last_beat_ns) / 1000000);
+    }
+    std::string story() const {
+        std::ostringstream out;
+        out << "watchdog: the carrier thread '" << carrier << "' has been blocked for "
+            << static_cast<double>(blocked_for().count()) / 1000
+            << " s: no fiber on it has run since. A std:: primitive (std::mutex, "
+               "std::condition_variable, std::this_thread::sleep_for) or a blocking call on a "
+               "fiber?";
+        return out.str();
+    }
+};
+
+namespace {
+
+// How often the heartbeat runs and the watchdog looks. Fine enough to name a block well
+// within a second of the limit; coarse enough to cost nothing.
+constexpr auto heartbeat_period = std::chrono::milliseconds(20);
+constexpr auto watchdog_period = std::chrono::milliseconds(100);
+
+} // namespace
+
 TestCarrier::TestCarrier(std::string name, Carrier::SchedulerSetup setup)
-    : carrier_(std::make_unique<Carrier>(std::move(name), std::move(setup))) {
+    : carrier_(std::make_unique<Carrier>(name, std::move(setup))),
+      watch_(std::make_shared<Watch>()) {
+    watch_->carrier = std::move(name);
+    carrier_->spawn([watch = watch_] {
+        while (!watch->ending) {
+            watch->last_beat_ns = now_ns();
+            boost::this_fiber::sleep_for(heartbeat_period);
+        }
+    });
+    // Says it on stderr as well, once, for a test that is stuck somewhere other than finished().
+    std::thread([watch = watch_] {
+        std::unique_lock<std::mutex> lock(watch->mutex);
+        while (!watch->stopping_changed.wait_for(lock, watchdog_period,
+                                                 [&] { return watch->stopping; })) {
+            if (watch->blocked_for() >= blocked_limit) {
+                std::fprintf(stderr, "%s\n", watch->story().c_str());
+                return;
+            }
+        }
+    }).detach();
+}
+
+std::chrono::milliseconds TestCarrier::blocked_for() const {
+    return watch_->blocked_for();
 }
 
 TestCarrier::~TestCarrier() {
+    watch_->ending = true; // the heartbeat ends at its next beat
+    {
+        std::lock_guard<std::mutex> lock(watch_->mutex);
+        watch_->stopping = true;
+    }
+    watch_->stopping_changed.notify_all();
     if (!abandoned_) {
         // Stop (and join) from a helper thread, so that a fiber that never ends cannot hang the
         // test's teardown: after the grace period the carrier is abandoned like a stuck one.
@@ -59,9 +125,24 @@ std::future<void> TestCarrier::start(std::function<void()> task) {
 }
 
 bool TestCarrier::finished(std::future<void>& done, std::chrono::milliseconds limit) {
-    if (done.wait_for(limit) != std::future_status::ready) {
-        abandoned_ = true;
-        return false;
+    const auto deadline = Clock::now() + limit;
+    while (done.wait_for(std::min<Clock::duration>(watchdog_period, deadline - Clock::now())) !=
+           std::future_status::ready) {
+        // The message goes with the test's next assertion: the REQUIRE around this call.
+        if (blocked_for() >= blocked_limit) {
+            abandoned_ = true;
+            UNSCOPED_INFO(watch_->story());
+            return false;
+        }
+        if (Clock::now() >= deadline) {
+            abandoned_ = true;
+            UNSCOPED_INFO("watchdog: a fiber on '"
+                          << watch_->carrier << "' did not finish within " << limit.count()
+                          << " ms, while its carrier stayed free (other fibers ran): it waits "
+                             "for something that never comes (a lost wake-up, fibers waiting "
+                             "for each other) or works far slower than it should");
+            return false;
+        }
     }
     done.get(); // rethrows the task's exception, if any
     return true;

@@ -5,6 +5,11 @@
 // wake-up). The tests must still report instead of hanging, so every wait here has a limit, and a
 // carrier whose fiber did not finish in time is abandoned rather than joined: its thread lives on
 // until the test program exits, and the test fails with its story.
+//
+// A watchdog names the likeliest mistake at once: each TestCarrier runs a heartbeat fiber, and
+// when it has not run for 2 s the carrier thread is blocked (a std:: primitive or a blocking
+// call on a fiber). finished() and run() then fail with that story instead of waiting out their
+// limit, and the watchdog writes it to stderr too, for a test that is stuck elsewhere.
 #pragma once
 
 #include "carrier.hpp"
@@ -33,7 +38,9 @@ public:
     std::future<void> start(std::function<void()> task);
 
     // Runs `task` as a fiber and waits for it at most `limit`. False when it did not finish in
-    // time: the carrier is then abandoned. An exception from the task is rethrown here.
+    // time, or when the carrier thread is blocked (see above): the carrier is then abandoned,
+    // and the failing assertion's message says which it was. An exception from the task is
+    // rethrown here.
     bool run(std::function<void()> task,
              std::chrono::milliseconds limit = std::chrono::milliseconds(10000));
 
@@ -43,8 +50,19 @@ public:
 
     Carrier& carrier() { return *carrier_; }
 
+    // How long the carrier thread has run no fiber: a few ms while it is free, the whole time
+    // while something blocks it.
+    std::chrono::milliseconds blocked_for() const;
+
+    // A carrier thread that ran no fiber for this long is blocked, not busy: a free carrier's
+    // heartbeat runs every 20 ms, give or take the machine's noise, and no graded test pins a
+    // carrier for more than 400 ms on purpose.
+    static constexpr std::chrono::milliseconds blocked_limit{2000};
+
 private:
+    struct Watch;
     std::unique_ptr<Carrier> carrier_;
+    std::shared_ptr<Watch> watch_;
     bool abandoned_ = false;
 };
 

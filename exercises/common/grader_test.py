@@ -11,6 +11,7 @@
 
 Standard library only.
 """
+import csv
 import json
 import os
 import re
@@ -175,8 +176,87 @@ class GraderTest(unittest.TestCase):
                                 stdout=subprocess.PIPE).stdout.split("\n")
         self.assertEqual(sorted(t for t in listed if t), sorted(t["name"] for t in plan))
 
+    def test_classroom_workflow_is_current(self):
+        """.github/workflows/classroom.yml grades every exercise, for its points."""
+        workflow = REPO / ".github" / "workflows" / "classroom.yml"
+        done = subprocess.run([str(GRADE), "--workflow"], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(done.returncode, 0)
+        self.assertEqual(workflow.read_text(), done.stdout,
+                         "regenerate it: exercises/grade --workflow > .github/workflows/classroom.yml")
+        # Read back on its own, not through the generator: a step per exercise, in order.
+        grader = load_grader()
+        steps = re.findall(r"(?m)^    - name: (\S+)\n      id: (\S+)\n"
+                           r"      uses: classroom-resources/autograding-command-grader@v1\n"
+                           r"      with:\n        test-name: \S+\n"
+                           r"        setup-command: (.+)\n        command: (.+)\n"
+                           r"        timeout: (\d+)\n        max-score: (\d+)\n", done.stdout)
+        self.assertEqual([s[0] for s in steps], [e.name for e in EXERCISES])
+        runners = re.search(r"(?m)^        runners: (.+)$", done.stdout).group(1).split(",")
+        self.assertEqual(runners, [s[1] for s in steps])
+        self.assertIn("classroom-resources/autograding-grading-reporter@v1", done.stdout)
+        for (name, runner, setup, command, _, points), exercise in zip(steps, EXERCISES):
+            self.assertEqual(int(points), sum(t["points"] for t in grader.test_plan(exercise)))
+            self.assertEqual(setup, "lessons/tools/setup --no-build")
+            self.assertTrue((REPO / setup.split()[0]).exists())
+            program, argument = command.split()
+            self.assertEqual(program, "exercises/grade")
+            self.assertEqual(grader.select(EXERCISES, argument), [exercise], command)
+            self.assertIn(f'{runner.upper()}_RESULTS: "${{{{steps.{runner}.outputs.result}}}}"',
+                          done.stdout)
+
+    def test_summary_of_a_class(self):
+        """--summary reads --json results (made up here: three students of known scores)."""
+        grader = load_grader()
+        plans = {e.name: grader.test_plan(e) for e in EXERCISES}
+
+        def results(passes):
+            exercises = []
+            for name, plan in plans.items():
+                tests = [{**t, "verdict": "pass" if passes(t) else "fail"} for t in plan]
+                got = sum(t["points"] for t in tests if t["verdict"] == "pass")
+                exercises.append({"name": name, "built": True, "tests": tests, "points": got,
+                                  "total": sum(t["points"] for t in plan)})
+            return {"score": sum(e["points"] for e in exercises), "exercises": exercises}
+
+        first = EXERCISES[0].name
+        task1 = sum(t["points"] for t in plans[first] if t["task"] == 1)
+        total = sum(t["points"] for t in plans[first])
+        with tempfile.TemporaryDirectory() as scratch:
+            students = {"alice": results(lambda t: True), "bob": results(lambda t: False),
+                        "carol": results(lambda t: t["task"] == 1)}
+            paths = []
+            for name, report in students.items():
+                paths.append(Path(scratch) / f"{name}.json")
+                paths[-1].write_text(json.dumps(report))
+            table = Path(scratch) / "class.csv"
+            done = subprocess.run([str(GRADE), "--summary", *map(str, paths), "--csv", str(table)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.assertEqual(done.returncode, 0, done.stdout)
+            self.assertIn("3 students: alice, bob, carol", done.stdout)
+            # The median of (total, 0, task 1's points) is task 1's points: carol's.
+            self.assertRegex(done.stdout, rf"(?m)^{first}\s+{task1}\s+{total}\s+1/3\s+2/3")
+            self.assertRegex(done.stdout, rf"(?m)^  task 1\s+{task1}\s+{task1}\s+2/3\s+1/3")
+            # Every task but task 1 is failed by bob and carol: those lead the list.
+            self.assertRegex(done.stdout, r"Tasks most students fail:\n  \d\d task [2-9]: 2 of 3 "
+                                          r"\(bob, carol\)")
+            rows = list(csv.reader(table.read_text().splitlines()))
+            self.assertEqual(rows[0][:4], ["student", "score", "total", first])
+            self.assertEqual([r[0] for r in rows], ["student", "(out of)", "alice", "bob", "carol",
+                                                    "(median)"])
+            self.assertEqual(rows[2][3], str(total))
+            self.assertEqual(rows[4][4], str(task1))  # carol, the first exercise's task 1
+
+            # A file that is not a result is one line and exit status 2.
+            paths[0].write_text("{}")
+            done = subprocess.run([str(GRADE), "--summary", *map(str, paths)], text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.assertEqual(done.returncode, 2)
+            self.assertRegex(done.stdout, r"^exercises/grade: .*alice.json is not a result")
+
     def test_grader_survives_broken_stubs(self):
-        """Copies of exercise 04 whose stubs crash, hang or do not compile, and one solved copy.
+        """Copies of exercise 04 whose stubs crash, hang, do not compile, fail a CHECK or fail a
+        REQUIRE before any step, one solved copy, and a copy of exercise 05 solved with a
+        std::mutex and a std::condition_variable_any (it blocks its carrier under BLOCK).
 
         They live in $BUILD/grader-selftest with a build folder of their own, kept between runs
         so that only the first run pays for compiling the test framework."""
@@ -195,30 +275,46 @@ class GraderTest(unittest.TestCase):
                 'SpikeReport summarize(const std::vector<SpikeRow>&, double) { forever(); }\n'
                 'std::string status_name(int) { forever(); }\n')
         stub = (original / "spike_report.cpp").read_text()
+        solved = (SOLUTIONS / original.name / "spike_report.cpp").read_text()
         variants = {
             "91-crashes": crash,
             "92-does-not-compile": stub + "\nint broken = ;\n",
             "93-hangs": hang,
-            "94-solved": (SOLUTIONS / original.name / "spike_report.cpp").read_text(),
+            "94-solved": solved,
+            "95-untouched": stub,
+            "96-no-fixture": solved,  # its tests/spike_small.csv is missing: a REQUIRE fails
         }
         for variant, source in variants.items():
             folder = fixture_root / variant
-            copy_if_changed(original, folder, but="spike_report.cpp")
+            copy_if_changed(original, folder, but={"spike_report.cpp"},
+                            remove={"spike_small.csv"} if variant == "96-no-fixture" else ())
             write_if_changed(folder / "spike_report.cpp", source)
+        # The likeliest mistake in exercise 05: std:: primitives on a fiber.
+        gate = fixture_root / "97-gate-std-mutex"
+        copy_if_changed(ROOT / "05-gate", gate, but={"concurrency_gate.hpp", "concurrency_gate.cpp"})
+        for name in ("concurrency_gate.hpp", "concurrency_gate.cpp"):
+            text = (SOLUTIONS / "05-gate" / name).read_text()
+            text = (text.replace("boost::fibers::condition_variable", "std::condition_variable_any")
+                    .replace("boost::fibers::mutex", "std::mutex"))
+            if name.endswith(".hpp"):
+                text = text.replace("#include <atomic>\n",
+                                    "#include <atomic>\n#include <condition_variable>\n#include <mutex>\n")
+            write_if_changed(gate / name, text)
 
-        code, output, report = grade("--root", str(fixture_root), "--timeout", "2",
+        code, output, report = grade("--root", str(fixture_root), "--timeout", "4",
                                      build=base / "build")
         self.assertEqual(code, 1, output)
         by_name = {e["name"]: e for e in report["exercises"]}
-        self.assertEqual(list(by_name), list(variants), "every exercise graded, in order")
+        self.assertEqual(list(by_name), [*variants, gate.name], "every exercise graded, in order")
         total = by_name["94-solved"]["total"]
 
         crashed = by_name["91-crashes"]
         self.assertTrue(crashed["built"])
         self.assertEqual(crashed["points"], 0)
         for test in crashed["tests"]:
-            self.assertEqual(test["verdict"], "crash", test["name"])
+            self.assertEqual((test["verdict"], test["kind"]), ("crash", "crash"), test["name"])
             self.assertIn("SIGSEGV", test["detail"])
+            self.assertTrue(test["story"][0].startswith("CRASH: the test died"), test["story"])
             self.assertTrue(Path(test["transcript"]).exists())
         self.assertIn("crashed: SIGSEGV", output)
 
@@ -230,13 +326,45 @@ class GraderTest(unittest.TestCase):
         self.assertIn("DOES NOT COMPILE", output)
         self.assertIn("expected primary-expression", output)
 
+        # A hang: SIGTERM first, so Catch2 tells the steps the test had reached; then killed.
         hung = by_name["93-hangs"]
         for test in hung["tests"]:
-            self.assertEqual(test["verdict"], "timeout", test["name"])
+            self.assertEqual((test["verdict"], test["kind"]), ("timeout", "hang"), test["name"])
+            self.assertTrue(test["story"][0].startswith("HANG: the test never finished"))
+        self.assertIn("SIGTERM", "\n".join(hung["tests"][0]["story"]))
         self.assertEqual(processes_running(base / "build" / "bin" / "exercise-93-hangs"), [])
 
         self.assertEqual(by_name["94-solved"]["points"], total)
-        self.assertIn(f"Score: {total}/{4 * total}\n", output)
+
+        # The untouched stub fails in CHECKs, each with the steps that led there.
+        untouched = {t["name"]: t for t in by_name["95-untouched"]["tests"]}
+        mix = untouched["the status mix counts every attempt after the warmup, sentinels included"]
+        self.assertEqual((mix["verdict"], mix["kind"]), ("fail", "check"))
+        self.assertRegex(mix["story"][0], r"^FAIL in a CHECK after [1-9]\d* steps?$")
+        self.assertTrue(any("step: summarized the fixture" in line for line in mix["story"]))
+
+        # A REQUIRE that fails before the test's first step is told apart from a failed check.
+        fixture_missing = {t["name"]: t for t in by_name["96-no-fixture"]["tests"]}
+        rows = fixture_missing["the fixture's 37 rows are read with their three fields"]
+        self.assertEqual((rows["verdict"], rows["kind"]), ("fail", "require-before-steps"))
+        self.assertIn("REQUIRE( in.good() )", "\n".join(rows["story"]))
+        self.assertIn("FAIL in a REQUIRE before any step", output)
+
+        # std::mutex under BLOCK: the watchdog names the blocked carrier (within its 2 s, not
+        # after the test's 10 s limit, which --timeout 4 would not even reach).
+        blocked = {t["name"]: t for t in by_name[gate.name]["tests"]}
+        parked = blocked["at its limit a BLOCK gate parks the caller until a permit is returned"]
+        self.assertEqual((parked["verdict"], parked["kind"]), ("fail", "blocked-carrier"),
+                         parked["story"])
+        story = "\n".join(parked["story"])
+        self.assertIn("the carrier thread 'test-carrier' has been blocked for", story)
+        self.assertIn("a std:: primitive", story.lower())
+        self.assertIn("step: fiber A entered a BLOCK gate", story)
+        self.assertEqual(blocked["a permit is given back when the guarded call throws"]["verdict"],
+                         "pass", "REJECT works with a std::mutex; only BLOCK blocks the carrier")
+
+        score = sum(e["points"] for e in report["exercises"])
+        self.assertIn(f"Score: {score}/{sum(e['total'] for e in report['exercises'])}\n", output)
 
         # Mistakes a user can make get one line and exit status 2.
         code, output, _ = grade("no-such-exercise", build=base / "build")
@@ -253,9 +381,13 @@ def write_if_changed(path, text):
         path.write_text(text)
 
 
-def copy_if_changed(source, target, but):
+def copy_if_changed(source, target, but, remove=()):
+    """Copies the files under `source` whose names are not in `but`; those in `remove` are
+    removed from the copy."""
     for item in source.rglob("*"):
-        if item.is_file() and item.name != but:
+        if item.is_file() and item.name in remove:
+            (target / item.relative_to(source)).unlink(missing_ok=True)
+        elif item.is_file() and item.name not in but:
             destination = target / item.relative_to(source)
             destination.parent.mkdir(parents=True, exist_ok=True)
             if not destination.exists() or destination.read_bytes() != item.read_bytes():

@@ -3,9 +3,14 @@
 #include "fiber_stack.hpp"
 
 #include <algorithm>
+#include <boost/fiber/condition_variable.hpp>
+#include <boost/fiber/fiber.hpp>
 #include <boost/fiber/future.hpp>
+#include <boost/fiber/mutex.hpp>
 #include <boost/fiber/operations.hpp>
 #include <httplib.h>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 void wait_for_supplier(std::chrono::milliseconds duration) {
@@ -44,6 +49,51 @@ int best_price(const std::vector<Supplier>& suppliers) {
     for (std::size_t i = 1; i < answers.size(); ++i)
         best = std::min(best, answers[i].get());
     return best;
+}
+
+namespace {
+
+// What the suppliers asked by best_price_within() share with it. Held by a shared_ptr: a late
+// supplier's fiber still reports here after the caller returned, and the state lives until the
+// last of them is done.
+struct Offers {
+    boost::fibers::mutex mutex;
+    boost::fibers::condition_variable changed;
+    std::size_t pending = 0; // suppliers that have not answered yet
+    std::optional<int> best;
+};
+
+} // namespace
+
+int best_price_within(const std::vector<Supplier>& suppliers, std::chrono::milliseconds deadline) {
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    auto offers = std::make_shared<Offers>();
+    offers->pending = suppliers.size();
+    for (const Supplier& supplier : suppliers) {
+        // Detached: nobody joins a late supplier. It owns a copy of its call and of the state.
+        boost::fibers::fiber(boost::fibers::launch::post, std::allocator_arg, FiberStack(64 * 1024),
+                             [offers, supplier] {
+                                 std::optional<int> cents;
+                                 try {
+                                     cents = supplier();
+                                 } catch (const std::exception&) {
+                                     // a supplier that throws offers no price
+                                 }
+                                 std::lock_guard<boost::fibers::mutex> lock(offers->mutex);
+                                 if (cents && (!offers->best || *cents < *offers->best))
+                                     offers->best = cents;
+                                 --offers->pending;
+                                 offers->changed.notify_all();
+                             })
+            .detach();
+    }
+    std::unique_lock<boost::fibers::mutex> lock(offers->mutex);
+    // The predicate form: Boost 1.74's timed waits may wake without a notify.
+    offers->changed.wait_until(lock, until, [&] { return offers->pending == 0; });
+    if (!offers->best)
+        throw std::runtime_error("no supplier answered within " + std::to_string(deadline.count()) +
+                                 " ms");
+    return *offers->best;
 }
 
 // ---- do not change: the route the end-to-end test (task 4) drives ----

@@ -50,6 +50,12 @@ using Supplier = std::function<int()>;
 // exception from any supplier reaches the caller.
 int best_price(const std::vector<Supplier>& suppliers);
 
+// Task 5 (stretch). The lowest price among the suppliers that answer within `deadline`; returns
+// by then even when some have not answered. A supplier that throws offers no price. Throws
+// std::runtime_error("no supplier answered within 300 ms") when none offered one in time. A late
+// supplier may answer after the call returned: that must be harmless.
+int best_price_within(const std::vector<Supplier>& suppliers, std::chrono::milliseconds deadline);
+
 // Given (task 4 runs it): GET /quote?item=NAME answers "NAME: 95 cents\n", the best of three
 // suppliers that each wait `supplier_delay` before they answer.
 void add_quote_routes(httplib::Server& server, std::chrono::milliseconds supplier_delay);

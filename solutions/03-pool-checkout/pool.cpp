@@ -11,11 +11,17 @@ Pool::Pool(int size, std::chrono::milliseconds checkout_timeout)
     publish_locked(); // nobody else can see the pool yet
 }
 
+Pool::Pool(int size, std::chrono::milliseconds checkout_timeout, Handover handover)
+    : Pool(size, checkout_timeout) {
+    handover_ = handover;
+}
+
 Pool::Lease Pool::borrow(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     std::unique_lock<boost::fibers::mutex> lock(mutex_);
-    // A free resource is anyone's: while borrowers wait, give_back() hands returned resources
-    // straight to them, so nothing is free and a newcomer cannot overtake them.
+    // A free resource is anyone's. Under fifo, while borrowers wait, give_back() hands returned
+    // resources straight to them, so nothing is free and a newcomer cannot overtake them; under
+    // barging that is exactly what may happen.
     if (!free_.empty()) {
         const int id = free_.front();
         free_.pop_front();
@@ -26,8 +32,17 @@ Pool::Lease Pool::borrow(std::chrono::milliseconds timeout) {
     const auto my_place = waiters_.insert(waiters_.end(), &me);
     publish_locked();
     // The predicate form: Boost 1.74's wait_until may report a timeout after a notify.
-    if (me.wake.wait_until(lock, deadline, [&] { return me.granted >= 0; }))
-        return Lease(this, me.granted); // give_back() took us off the queue
+    const bool barging = handover_ == Handover::barging;
+    if (me.wake.wait_until(lock, deadline,
+                           [&] { return me.granted >= 0 || (barging && !free_.empty()); })) {
+        if (me.granted >= 0) return Lease(this, me.granted); // give_back() took us off the queue
+        // Barging: woken, and nobody took the freed resource before we ran. Take it.
+        waiters_.erase(my_place);
+        const int id = free_.front();
+        free_.pop_front();
+        publish_locked();
+        return Lease(this, id);
+    }
     waiters_.erase(my_place);
     publish_locked();
     throw PoolTimeout("Resource is not available, request timed out after " +
@@ -41,6 +56,11 @@ void Pool::give_back(int id) {
     std::lock_guard<boost::fibers::mutex> lock(mutex_);
     if (waiters_.empty()) {
         free_.push_back(id);
+    } else if (handover_ == Handover::barging) {
+        // Free for whoever asks first; the oldest waiter is woken to try. If someone else gets
+        // there first, its predicate fails and it waits on, still first in the queue.
+        free_.push_back(id);
+        waiters_.front()->wake.notify_one();
     } else {
         // First come, first served: the oldest waiter gets it, before anyone else can run.
         // Notified under the lock, because the waiter's record lives on its stack: once it

@@ -56,6 +56,11 @@ public:
 
     // A pool of `size` resources (at least 1); borrow() waits up to `checkout_timeout`.
     Pool(int size, std::chrono::milliseconds checkout_timeout);
+    // Task 5 (stretch). How a returned resource finds its next borrower: fifo (tasks 1-4) hands
+    // it to the longest waiter; barging makes it free and wakes a waiter, and whoever asks
+    // first gets it, also a newcomer or the one who returned it.
+    enum class Handover { fifo, barging };
+    Pool(int size, std::chrono::milliseconds checkout_timeout, Handover handover);
     Pool(const Pool&) = delete;
     Pool& operator=(const Pool&) = delete;
 
@@ -84,6 +89,7 @@ private:
 
     const int size_;
     const std::chrono::milliseconds checkout_timeout_;
+    Handover handover_ = Handover::fifo;
 
     // Fiber primitives: a fiber that waits for them parks; a plain thread blocks. They work
     // across carriers and threads.

@@ -7,6 +7,12 @@ ConcurrencyGate::ConcurrencyGate(int limit, GatePolicy policy) : limit_(limit), 
     if (limit < 1) throw std::invalid_argument("a gate needs a limit of at least 1");
 }
 
+ConcurrencyGate::ConcurrencyGate(int limit, GatePolicy policy, std::chrono::milliseconds max_wait)
+    : ConcurrencyGate(limit, policy) {
+    if (max_wait.count() <= 0) throw std::invalid_argument("max_wait must be positive");
+    max_wait_ = max_wait;
+}
+
 ConcurrencyGate::Permit ConcurrencyGate::enter() {
     std::unique_lock<boost::fibers::mutex> lock(mutex_);
     if (in_use_ < limit_) {
@@ -18,12 +24,21 @@ ConcurrencyGate::Permit ConcurrencyGate::enter() {
         throw ConcurrencyLimitReached("Concurrency limit reached: " + std::to_string(limit_) +
                                       " - not allowed to enter");
     }
-    // BLOCK: queue up and park. No timeout, by design: nothing fails, and the caller waits as
-    // long as the queue ahead of it takes.
+    // BLOCK: queue up and park, as long as it takes (lesson 06's design) or at most max_wait_.
     Waiter me;
     waiters_.push_back(&me);
     ++waiting_;
-    me.wake.wait(lock, [&] { return me.admitted; });
+    if (max_wait_.count() == 0) {
+        me.wake.wait(lock, [&] { return me.admitted; });
+    } else if (!me.wake.wait_for(lock, max_wait_, [&] { return me.admitted; })) {
+        // Not admitted, and we hold the lock: nobody can hand us a place now. Leave the queue,
+        // or a later give_back() would hand its place to a caller who is gone, and lose it.
+        waiters_.remove(&me);
+        --waiting_;
+        ++rejections_;
+        throw ConcurrencyLimitReached("Concurrency limit reached: " + std::to_string(limit_) +
+                                      " - waited " + std::to_string(max_wait_.count()) + " ms");
+    }
     return Permit(this); // give_back() handed us its place: in_use_ already counts it
 }
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <boost/fiber/condition_variable.hpp>
 #include <boost/fiber/mutex.hpp>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <stdexcept>
@@ -46,6 +47,10 @@ public:
 
     // At most `limit` permits at once (at least 1).
     ConcurrencyGate(int limit, GatePolicy policy);
+    // Task 4 (stretch): the same, except that under BLOCK a caller waits at most `max_wait`
+    // (positive); then enter() throws ConcurrencyLimitReached("Concurrency limit reached: 1 -
+    // waited 100 ms") and counts a rejection. A caller that gave up is no longer waiting.
+    ConcurrencyGate(int limit, GatePolicy policy, std::chrono::milliseconds max_wait);
     ConcurrencyGate(const ConcurrencyGate&) = delete;
     ConcurrencyGate& operator=(const ConcurrencyGate&) = delete;
 
@@ -71,6 +76,7 @@ private:
 
     const int limit_;
     const GatePolicy policy_;
+    std::chrono::milliseconds max_wait_{0}; // 0: wait as long as it takes
     // A fiber mutex: a fiber that has to wait for it parks. Held only for a few counter
     // updates, so REJECT stays fast: a rejection takes microseconds.
     boost::fibers::mutex mutex_;

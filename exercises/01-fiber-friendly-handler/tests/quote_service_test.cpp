@@ -215,3 +215,65 @@ TEST_CASE("five concurrent GET /quote requests on one carrier take about one req
     // the five requests take turns, 1.5 s and more. 0.85 s is below both, whatever the load.
     CHECK(slowest < 0.85);
 }
+
+// Task 5 (stretch). A late supplier flags its answer, so "returned before the slow one answered"
+// is an order, not a timing; the test then waits for it, so its late answer really happens.
+TEST_CASE("best_price_within answers by its deadline with the best price that came in",
+          "[ex1][task_5][points=2]") {
+    std::atomic<bool> slow_answered{false};
+    const Supplier slow = [&slow_answered] {
+        boost::this_fiber::sleep_for(1500ms);
+        slow_answered = true;
+        return 10; // the cheapest, and too late
+    };
+    int best = -1;
+    bool slow_was_in = true;
+    double took_ms = -1;
+    TestCarrier carrier;
+    Ticker ticker(carrier);
+    STEP("best_price_within({50 ms: 120, 100 ms: 95, 1500 ms: 10}, 300 ms) on a fiber");
+    REQUIRE(carrier.run([&] {
+        const auto began = Clock::now();
+        best = best_price_within({supplier(50ms, 120), supplier(100ms, 95), slow}, 300ms);
+        took_ms = ms_since(began);
+        slow_was_in = slow_answered;
+    }));
+    const TickerReport report = ticker.stop();
+    STEP("it answered " << best << " after " << took_ms << " ms; the slow supplier had "
+                        << (slow_was_in ? "" : "not ") << "answered by then; longest ticker gap "
+                        << report.longest_gap_ms << " ms");
+    CHECK(best == 95);
+    CHECK_FALSE(slow_was_in);
+    CHECK(took_ms >= 100); // it had the two answers it waited for
+    CHECK(report.longest_gap_ms < free_carrier_gap_ms);
+    STEP("then the slow supplier answered, after the call had returned");
+    CHECK(eventually([&] { return slow_answered.load(); }, 5000ms));
+    CHECK(carrier.run([] { boost::this_fiber::sleep_for(50ms); })); // the carrier lives on
+}
+
+TEST_CASE("best_price_within ignores suppliers that throw and says when none answered in time",
+          "[ex1][task_5][points=1]") {
+    std::atomic<int> late_answered{0};
+    const Supplier late = [&late_answered] {
+        boost::this_fiber::sleep_for(400ms);
+        ++late_answered;
+        return 50;
+    };
+    int best = -1;
+    std::string refusal = "(none: it returned a price)";
+    TestCarrier carrier;
+    REQUIRE(carrier.run([&] {
+        best =
+            best_price_within({supplier(10ms, -1), supplier(50ms, 80), supplier(20ms, -1)}, 300ms);
+        try {
+            best_price_within({late, late}, 100ms);
+        } catch (const std::runtime_error& e) {
+            refusal = e.what();
+        }
+    }));
+    STEP("two of three suppliers threw, one offered 80: best_price_within answered " << best);
+    CHECK(best == 80);
+    STEP("two suppliers that answer after 400 ms, a deadline of 100 ms: '" << refusal << "'");
+    CHECK(refusal == "no supplier answered within 100 ms");
+    CHECK(eventually([&] { return late_answered == 2; }, 5000ms));
+}

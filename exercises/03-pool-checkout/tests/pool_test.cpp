@@ -292,3 +292,79 @@ TEST_CASE("stats count what is lent and idle and who waits", "[ex3][task_4][poin
     STEP("everything returned");
     check(0, 2, 0);
 }
+
+namespace {
+
+// Task 5: a greedy fiber borrows, holds 5 ms and asks again at once, 20 times; a patient one on
+// the same carrier starts waiting during the first hold. Returns how many turns the greedy one
+// had had when the patient one got in (-1: it never did). On one carrier the order is fixed: a
+// release wakes the patient fiber, but the greedy one runs on until its next hold.
+int turns_before_the_patient_one(Pool::Handover handover) {
+    Pool pool(1, 5000ms, handover);
+    std::atomic<int> greedy_turns{0};
+    int turns_seen = -1;
+    Latch greedy_has_it;
+    TestCarrier carrier;
+    auto greedy = carrier.start([&] {
+        for (int i = 0; i < 20; ++i) {
+            Pool::Lease lease = pool.borrow();
+            if (i == 0) greedy_has_it.open();
+            boost::this_fiber::sleep_for(5ms);
+            ++greedy_turns;
+        } // the lease ends, and the next turn asks again before anyone else runs
+    });
+    auto patient = carrier.start([&] {
+        if (!greedy_has_it.wait()) return;
+        Pool::Lease lease = pool.borrow();
+        turns_seen = greedy_turns;
+    });
+    REQUIRE(carrier.finished(greedy));
+    REQUIRE(carrier.finished(patient));
+    return turns_seen;
+}
+
+} // namespace
+
+TEST_CASE("a barging pool lets a greedy borrower overtake a waiter, turn after turn",
+          "[ex3][task_5][points=2]") {
+    STEP("a greedy fiber borrows, holds 5 ms and asks again at once, 20 times; a patient fiber "
+         "waits from the first hold on: first with fifo hand-over, then barging");
+    const int fifo = turns_before_the_patient_one(Pool::Handover::fifo);
+    const int barging = turns_before_the_patient_one(Pool::Handover::barging);
+    STEP("the patient fiber got in after " << fifo << " greedy turn(s) with fifo, after " << barging
+                                           << " with barging");
+    CHECK(fifo == 1);
+    CHECK(barging == 20);
+}
+
+TEST_CASE("a barging pool still wakes a waiter when nobody barges", "[ex3][task_5][points=1]") {
+    Pool pool(1, 5000ms, Pool::Handover::barging);
+    double waited_ms = -1;
+    Latch a_has_it;
+    TestCarrier carrier; // after what its fibers use: it goes first
+    Ticker ticker(carrier);
+    auto a = carrier.start([&] {
+        Pool::Lease lease = pool.borrow();
+        a_has_it.open();
+        boost::this_fiber::sleep_for(200ms);
+    });
+    auto b = carrier.start([&] {
+        if (!a_has_it.wait()) return;
+        const auto began = Clock::now();
+        Pool::Lease lease = pool.borrow();
+        waited_ms = ms_since(began);
+    });
+    STEP("A holds the only resource of a barging pool for 200 ms; B waits for it");
+    REQUIRE(carrier.finished(a));
+    REQUIRE(carrier.finished(b));
+    const TickerReport report = ticker.stop();
+    const PoolStats stats = pool.stats();
+    STEP("B got it after " << waited_ms << " ms; then active=" << stats.active
+                           << " idle=" << stats.idle << " waiting=" << stats.waiting
+                           << "; longest ticker gap " << report.longest_gap_ms << " ms");
+    CHECK(waited_ms >= 150);
+    CHECK(stats.active == 0);
+    CHECK(stats.idle == 1);
+    CHECK(stats.waiting == 0);
+    CHECK(report.longest_gap_ms < free_carrier_gap_ms);
+}

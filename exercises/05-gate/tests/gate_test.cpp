@@ -31,12 +31,17 @@ constexpr double free_carrier_gap_ms = 150;
 struct GatedServer {
     ConcurrencyGate& gate;
     Latch release;
+    std::atomic<int> ended{0}; // GET /work handlers that returned or threw
     HttpApp app;
     std::unique_ptr<Connector> connector;
 
     explicit GatedServer(ConcurrencyGate& gate_in) : gate(gate_in) {
         map_rejections_to_503(app);
         app.Get("/work", [this](const httplib::Request&, httplib::Response& res) {
+            struct Ended {
+                std::atomic<int>& count;
+                ~Ended() { ++count; }
+            } counted{ended};
             ConcurrencyGate::Permit permit = gate.enter();
             release.wait(5000ms);
             res.set_content("done\n", "text/plain");
@@ -58,6 +63,13 @@ struct GatedServer {
         connector->stop();
     }
     int port() const { return connector->port(); }
+
+    // Waits until `n` GET /work are inside the gate, or one has ended already (a gate that let
+    // it through without a permit, or threw): then there is no point in waiting on.
+    bool inside(int n) {
+        eventually([&] { return gate.in_use() == n || ended > 0; });
+        return gate.in_use() == n;
+    }
 };
 
 } // namespace
@@ -171,6 +183,8 @@ TEST_CASE("at its limit a BLOCK gate parks the caller until a permit is returned
         ConcurrencyGate::Permit permit = gate.enter();
         waited_ms = ms_since(began);
     });
+    STEP("fiber A entered a BLOCK gate of limit 1 and holds the permit 300 ms; fiber B, on the "
+         "same carrier, called enter() and must park until A is done");
     if (eventually([&] { return gate.waiting() == 1; }, 250ms)) waiting_seen = 1;
     REQUIRE(carrier.finished(holder));
     REQUIRE(carrier.finished(latecomer));
@@ -207,6 +221,7 @@ TEST_CASE("under BLOCK nobody is refused and each caller waits for everyone ahea
             boost::this_fiber::sleep_for(100ms); // the work
         }));
     }
+    STEP("5 fibers on one carrier call enter() on a BLOCK gate of limit 1, 10 ms apart");
     for (auto& fiber : fibers)
         REQUIRE(carrier.finished(fiber));
     std::string served;
@@ -226,7 +241,8 @@ TEST_CASE("behind a BLOCK gate the excess request waits and then gets 200",
     GatedServer server(gate);
     RawConnection first(server.port()), second(server.port());
     REQUIRE(first.send(get_request("/work")));
-    REQUIRE(eventually([&] { return gate.in_use() == 1; }));
+    STEP("one GET /work sent to a BLOCK gate of limit 1; in_use() must count it");
+    REQUIRE(server.inside(1));
     REQUIRE(second.send(get_request("/work")));
     const bool queued = eventually([&] { return gate.waiting() == 1; });
     STEP("one GET /work inside a BLOCK gate of limit 1, a second one waiting: " << (queued ? "yes"
@@ -260,7 +276,8 @@ TEST_CASE("with a REJECT gate in front the excess request gets a fast 503",
     RawConnection first(server.port()), second(server.port()), third(server.port());
     REQUIRE(first.send(get_request("/work")));
     REQUIRE(second.send(get_request("/work")));
-    REQUIRE(eventually([&] { return gate.in_use() == 2; }));
+    STEP("two GET /work sent to a REJECT gate of limit 2; in_use() must count both");
+    REQUIRE(server.inside(2));
     STEP("two GET /work are inside a REJECT gate of limit 2, held there");
     const auto began = Clock::now();
     REQUIRE(third.send(get_request("/work")));
@@ -288,4 +305,88 @@ TEST_CASE("other exceptions are answered 500 with their message", "[ex5][task_3]
          << response.substr(0, response.find('\r')) << " '" << body_of(response) << "'");
     CHECK(status_of(response) == 500);
     CHECK(body_of(response) == "database is down\n");
+}
+
+// Task 4 (stretch): BLOCK with a limit on the wait. The holder stays inside until the test opens
+// its latch, so a caller that finishes first cannot have waited for it: an order, not a timing.
+TEST_CASE("a BLOCK gate with a max wait refuses the caller who waited that long",
+          "[ex5][task_4][points=2]") {
+    ConcurrencyGate gate(1, GatePolicy::block, 100ms);
+    Latch release;
+    std::string message = "(none: enter() returned)";
+    double waited_ms = -1;
+    TestCarrier carrier;
+    Ticker ticker(carrier);
+    auto holder = carrier.start([&] {
+        ConcurrencyGate::Permit permit = gate.enter();
+        release.wait(5000ms);
+    });
+    auto latecomer = carrier.start([&] {
+        boost::this_fiber::sleep_for(10ms); // after the holder
+        const auto began = Clock::now();
+        try {
+            ConcurrencyGate::Permit permit = gate.enter();
+        } catch (const ConcurrencyLimitReached& e) {
+            message = e.what();
+        }
+        waited_ms = ms_since(began);
+    });
+    STEP("fiber A holds the only permit of a BLOCK gate with a max wait of 100 ms, until the test "
+         "lets it go; fiber B, on the same carrier, calls enter() and must give up first");
+    REQUIRE(carrier.finished(latecomer, 3000ms));
+    const int waiting_after = gate.waiting();
+    release.open();
+    REQUIRE(carrier.finished(holder));
+    const TickerReport report = ticker.stop();
+    STEP("B's enter() ended after " << waited_ms << " ms with '" << message
+                                    << "'; then waiting() said " << waiting_after
+                                    << "; longest ticker gap " << report.longest_gap_ms << " ms");
+    CHECK(message == "Concurrency limit reached: 1 - waited 100 ms");
+    CHECK(waited_ms >= 99);
+    CHECK(waiting_after == 0);
+    CHECK(gate.rejections() == 1);
+    CHECK(report.longest_gap_ms < free_carrier_gap_ms);
+    CHECK(gate.in_use() == 0);
+}
+
+TEST_CASE("a place returned after a caller gave up goes to the next caller, not to the one gone",
+          "[ex5][task_4][points=2]") {
+    ConcurrencyGate gate(1, GatePolicy::block, 100ms);
+    Latch release;
+    bool gave_up = false;
+    TestCarrier carrier;
+    auto holder = carrier.start([&] {
+        ConcurrencyGate::Permit permit = gate.enter();
+        release.wait(5000ms);
+    });
+    auto quitter = carrier.start([&] {
+        boost::this_fiber::sleep_for(10ms);
+        try {
+            ConcurrencyGate::Permit permit = gate.enter();
+        } catch (const ConcurrencyLimitReached&) {
+            gave_up = true;
+        }
+    });
+    STEP("fiber A holds the only permit of a BLOCK gate with a max wait of 100 ms; fiber B asks, "
+         "and must give up");
+    REQUIRE(carrier.finished(quitter, 3000ms));
+    REQUIRE(gave_up);
+    release.open();
+    REQUIRE(carrier.finished(holder));
+    STEP("then A gave its permit back: in_use() says " << gate.in_use() << ", waiting() says "
+                                                       << gate.waiting());
+    CHECK(gate.in_use() == 0);
+    CHECK(gate.waiting() == 0);
+    bool admitted = false;
+    REQUIRE(carrier.run(
+        [&] {
+            try {
+                ConcurrencyGate::Permit permit = gate.enter();
+                admitted = true;
+            } catch (const ConcurrencyLimitReached&) {
+            }
+        },
+        3000ms));
+    STEP("a newcomer then called enter(): " << (admitted ? "admitted" : "refused"));
+    CHECK(admitted);
 }
