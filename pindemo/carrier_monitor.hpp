@@ -4,7 +4,7 @@
 // it and since when, and hands over every turn that lasted at least the threshold. The watchdog
 // reads the turn under way and, when it is already long, asks for a stack sample: a signal
 // handler on the carrier thread takes it into a buffer here (stack_sampler.hpp).
-// A fiber switch costs the carrier two clock reads and two stores; the mutex is taken only when
+// A fiber switch costs the carrier two clock reads and three stores; the mutex is taken only when
 // a long turn ends, which is rare.
 #pragma once
 

@@ -4,7 +4,7 @@
 // Boost.Fiber asks the algorithm for the next fiber at every switch (pick_next) and tells it
 // whenever a fiber becomes ready (awakened). So between two pick_next calls exactly one fiber
 // holds the carrier: that span is the fiber's turn. This class forwards every call and, on the
-// way, notes the turn's start (wall clock and the thread's own CPU clock); a turn of at least
+// way, notes the turn's start (wall clock and the thread's own CPU clock); a turn longer than
 // `long_turn` that ends with other fibers ready goes to the watchdog (CarrierMonitor).
 //
 // "Ready" needs one look further than the ready queue: a fiber whose sleep ended or whose socket
