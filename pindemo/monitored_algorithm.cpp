@@ -1,9 +1,8 @@
 #include "monitored_algorithm.hpp"
 
 #include "fiber_name.hpp"
+#include "process.hpp"
 #include "stack_sampler.hpp"
-
-#include <ctime>
 
 namespace {
 
@@ -15,9 +14,7 @@ std::int64_t now_ns() {
 
 // The calling thread's own CPU time: a system call (~0.2 us), the price of "on CPU x ms".
 std::int64_t thread_cpu_ns() {
-    timespec t{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+    return thread_cpu_time().count();
 }
 
 bool is_dispatcher(const context* ctx) {

@@ -1,13 +1,13 @@
 #include "pin_cases.hpp"
 
 #include "pg_connection.hpp"
+#include "process.hpp"
 
 #include <boost/fiber/future.hpp>
 #include <boost/fiber/mutex.hpp>
 #include <boost/fiber/operations.hpp>
 #include <cstdint>
 #include <cstdio>
-#include <ctime>
 #include <libpq-fe.h>
 #include <mutex>
 #include <stdexcept>
@@ -139,15 +139,6 @@ private:
         x ^= x >> 29;
     }
     return x;
-}
-
-// CPU time this thread has used. The work is measured in CPU time, not wall time, so that it is
-// the same work on a busy machine, where the OS keeps the thread off a CPU for part of the time
-// (the event then shows a turn longer than its time on the CPU).
-std::chrono::nanoseconds thread_cpu_time() {
-    timespec now{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
 }
 
 class CpuCase : public PinCase {

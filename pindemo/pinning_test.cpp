@@ -9,6 +9,7 @@
 #include "fiber_socket.hpp"
 #include "fiber_stack.hpp"
 #include "pinning_detector.hpp"
+#include "process.hpp"
 #include "reactor.hpp"
 #include "recording_detector.hpp"
 #include "test_support.hpp"
@@ -17,7 +18,6 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <ctime>
 #include <future>
 #include <mutex>
 #include <sys/socket.h>
@@ -33,12 +33,6 @@ constexpr double pin_ms = 600;
 
 Carrier::SchedulerSetup reactor() {
     return [] { use_carrier_algorithm<Reactor>(); };
-}
-
-std::int64_t this_thread_cpu_ns() {
-    timespec t{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
 // On one carrier: "waiter" wants the carrier every 5 ms, and after 50 ms a fiber named `name`
@@ -98,8 +92,8 @@ TEST_CASE("a fiber that computes without yielding is reported with its CPU time"
     // never the computing.
     RecordingDetector detector(threshold);
     run_beside_a_waiter(reactor(), "cruncher", [] {
-        const std::int64_t until = this_thread_cpu_ns() + 600'000'000;
-        while (this_thread_cpu_ns() < until) {
+        const auto until = thread_cpu_time() + pin;
+        while (thread_cpu_time() < until) {
         }
     });
     const auto events = detector.stop();

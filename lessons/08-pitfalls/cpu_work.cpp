@@ -3,18 +3,11 @@
 #include "process.hpp"
 #include "query_param.hpp"
 
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
 namespace {
-
-std::chrono::nanoseconds thread_cpu_time() {
-    timespec now{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
-}
 
 // One of splitmix64's rounds: cheap, and each step depends on the one before.
 std::uint64_t mix(std::uint64_t x) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/resource.h>
@@ -83,4 +84,10 @@ std::string thread_label() {
     char name[16] = {};
     pthread_getname_np(pthread_self(), name, sizeof name);
     return std::string(name) + "#" + std::to_string(gettid());
+}
+
+std::chrono::nanoseconds thread_cpu_time() {
+    timespec now{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
 }

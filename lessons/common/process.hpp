@@ -2,6 +2,7 @@
 // where it listens, and stop cleanly on Ctrl+C (SIGINT) or SIGTERM.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 // Call first thing in main(), before any thread starts: SIGINT and SIGTERM are blocked in every
@@ -33,3 +34,7 @@ void name_this_thread(const std::string& name);
 // "carrier-0#4242": the calling thread's name and kernel thread id, so a reader can tell
 // whether ten responses came from one thread or from ten.
 std::string thread_label();
+
+// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID): the same work costs the same
+// on a busy machine, where wall time also counts the turns the OS gave to others.
+std::chrono::nanoseconds thread_cpu_time();

@@ -6,6 +6,7 @@
 // wait (300 ms or more); a free one as a few ms, tens under heavy load. We allow 150 ms.
 #include "exercise_support.hpp"
 #include "line_socket.hpp"
+#include "process.hpp"
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -72,9 +73,7 @@ struct SocketPair {
 };
 
 double thread_cpu_ms() {
-    timespec now{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return now.tv_sec * 1e3 + now.tv_nsec / 1e6;
+    return std::chrono::duration<double, std::milli>(thread_cpu_time()).count();
 }
 
 std::string pattern(std::size_t size) {
