@@ -9,7 +9,10 @@
 #include "wired_test_support.hpp"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace {
 
@@ -51,7 +54,7 @@ TEST_CASE("lesson07's profiles differ in the executor only, and it names its end
           "[lesson07][checkpoint]") {
     const auto platform = print_config(lesson07, {"--profile", "platform"});
     const auto vt = print_config(lesson07, {"--profile", "vt"});
-    CHECK(platform.at("endpoint") == "GET /orders/{id}");
+    CHECK(platform.at("endpoint") == "GET /orders/{id}, GET /orders/{id}/summary");
     CHECK(platform.at("query") == "SELECT item, quantity FROM orders WHERE id = {id}");
     CHECK(platform.at("inventory") == "127.0.0.1:8090/benchmark");
     CHECK(platform.at("pool_size") == "20");
@@ -90,6 +93,31 @@ TEST_CASE("an order is one lookup and one downstream call, a missing one is 404"
     CHECK(missing.status == 404);
     CHECK(missing.body == "no order 100001\n");
     CHECK(http_get(server.port(), "/orders/x").status == 404); // not a route
+}
+
+TEST_CASE("an order's summary is two round trips on one connection, in both wirings",
+          "[lesson07][checkpoint]") {
+    create_orders();
+    for (const std::string profile : {"platform", "vt"}) {
+        // Nothing listens on the default inventory URL: the summary never calls it.
+        ServerProcess server(lesson07, orders_server(profile, "http://127.0.0.1:1/benchmark"),
+                             "lesson07-summary-" + profile);
+        const Answer summary = http_get(server.port(), "/orders/7/summary");
+        INFO(profile << ", GET /orders/7/summary: " << summary.status << " " << summary.body);
+        REQUIRE(summary.status == 200);
+        const auto json = nlohmann::json::parse(summary.body);
+        CHECK(json.at("item") == "item-7");
+        // Orders 1..7 (quantities 2..8), not ten: there is no order 0 or below.
+        CHECK(json.at("recent_orders") == 7);
+        CHECK(json.at("recent_quantity") == 35);
+        const Answer later = http_get(server.port(), "/orders/100000/summary");
+        INFO("GET /orders/100000/summary: " << later.status << " " << later.body);
+        REQUIRE(later.status == 200);
+        CHECK(nlohmann::json::parse(later.body).at("recent_orders") == 10);
+        const Answer missing = http_get(server.port(), "/orders/100001/summary");
+        CHECK(missing.status == 404);
+        CHECK(missing.body == "no order 100001\n");
+    }
 }
 
 TEST_CASE("a downstream that is down or too slow is a 502 with one line, not a hang",
@@ -153,4 +181,69 @@ TEST_CASE("4 platform threads cap orders at 40/s, fibers serve several times mor
     CHECK(vt.count(200) >= 3 * platform.count(200));
     // Platform's workers queue behind 4 threads (about 5 s); vt's wait only for the inventory.
     CHECK(platform.median_ms(200) >= 3 * vt.median_ms(200));
+}
+
+namespace {
+
+// A CSV file's fields by column name, one map per row (no quoting: scaling.csv needs none).
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
+    std::ifstream in(path);
+    std::vector<std::string> header;
+    std::vector<std::map<std::string, std::string>> rows;
+    for (std::string line; std::getline(in, line);) {
+        std::vector<std::string> fields;
+        std::istringstream cells(line + ",");
+        for (std::string cell; std::getline(cells, cell, ',');)
+            fields.push_back(cell);
+        if (header.empty()) {
+            header = fields;
+            continue;
+        }
+        REQUIRE(fields.size() == header.size());
+        std::map<std::string, std::string> row;
+        for (std::size_t i = 0; i < header.size(); ++i)
+            row[header[i]] = fields[i];
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+} // namespace
+
+TEST_CASE("the scaling curve has both wirings and pgbench at each count, switches counted",
+          "[lesson07][checkpoint]") {
+    create_orders();
+    const std::string out = test_log_dir() + "/lesson07-scaling";
+    std::filesystem::remove_all(out);
+    std::string output;
+    // Two short points and small pools: the shape of the output, not its figures.
+    const int status =
+        run_program({"/usr/bin/env", "PG_CONNINFO=" + test_conninfo(), "BUILD=" BIN_DIR "/..",
+                     "CONNECTIONS=1 4", "DURATION=1", "POOL=5", SCALING, "--out", out},
+                    output, std::chrono::minutes(3));
+    INFO("scaling: " << output);
+    REQUIRE(status == 0);
+    std::ifstream csv(out + "/scaling.csv");
+    std::string header;
+    std::getline(csv, header);
+    CHECK(header == "wiring,connections,requests_per_s,latency_avg_ms,latency_p99_ms,"
+                    "voluntary_cs_per_req,involuntary_cs_per_req,server_cpu_us_per_req,threads");
+    const auto rows = read_csv(out + "/scaling.csv");
+    REQUIRE(rows.size() == 6);
+    for (const auto& row : rows) {
+        INFO(row.at("wiring") << " at " << row.at("connections") << " connections");
+        CHECK(std::stod(row.at("requests_per_s")) > 0);
+        if (row.at("wiring") == "pgbench") {
+            CHECK(row.at("voluntary_cs_per_req").empty());
+            CHECK(row.at("threads").empty());
+            continue;
+        }
+        // Every request waits for the database at least once: some thread sleeps.
+        CHECK(std::stod(row.at("voluntary_cs_per_req")) > 0);
+        CHECK(std::stod(row.at("server_cpu_us_per_req")) >= 0);
+        // The platform wiring holds its 200 threads; vt needs its carriers and a few others.
+        if (row.at("wiring") == "platform") CHECK(std::stoi(row.at("threads")) > 200);
+        if (row.at("wiring") == "vt") CHECK(std::stoi(row.at("threads")) < 20);
+    }
+    CHECK(std::filesystem::file_size(out + "/scaling.png") > 0);
 }

@@ -1,7 +1,8 @@
 // Lesson 07: when fibers win. GET /orders/{id} is an indexed lookup through the pool plus a
 // ~100 ms call to a downstream inventory service (lesson03 --benchmark-sleep 100ms), in lesson
 // 05's wirings: --profile platform (--threads-max threads, each blocked through the call) or
-// --profile vt (each request parks on its connection's fiber).
+// --profile vt (each request parks on its connection's fiber). Part 2's GET /orders/{id}/summary
+// makes two quick round trips on one borrowed connection, and no downstream call.
 #include "inventory_client.hpp"
 #include "orders_route.hpp"
 #include "process.hpp"
@@ -12,7 +13,7 @@
 int main(int argc, char** argv) {
     block_shutdown_signals();
     ServerOptions options;
-    options.endpoint = "GET /orders/{id}";
+    options.endpoint = "GET /orders/{id}, GET /orders/{id}/summary";
     options.query = orders_query;
     // The lookup holds a connection for well under a millisecond: 20 connections serve far more
     // than the downstream lets through, so the pool never binds here (lessons 04-06 bound it).
@@ -41,7 +42,11 @@ int main(int argc, char** argv) {
                       // Without "http://": scripts take the first URL in the log for this
                       // server's own.
                       {{"inventory", inventory_url.substr(std::string("http://").size())},
-                       {"inventory_timeout", format_duration(inventory_timeout)}});
+                       {"inventory_timeout", format_duration(inventory_timeout)},
+                       // The scaling checkpoint gives pgbench the same two round trips.
+                       {"summary_query_1", orders_query},
+                       {"summary_query_2", recent_orders_query}});
     add_orders_route(server.app(), server.pool(), *inventory);
+    add_summary_route(server.app(), server.pool());
     server.run();
 }

@@ -23,6 +23,18 @@ void answer_text(httplib::Response& res, int status, const std::string& text) {
     res.set_content(text + "\n", "text/plain");
 }
 
+// `query` with its {id} replaced by the order's number, which the routes admit as digits only.
+std::string with_id(std::string query, const std::string& id) {
+    for (auto at = query.find("{id}"); at != std::string::npos; at = query.find("{id}", at))
+        query.replace(at, 4, id);
+    return query;
+}
+
+// The route's order number, without leading zeros: "007" is order 7.
+std::string order_id(const httplib::Request& req) {
+    return std::to_string(std::stol(req.matches[1]));
+}
+
 } // namespace
 
 void add_orders_route(httplib::Server& server, PgPool& pool, InventoryClient& inventory) {
@@ -30,14 +42,12 @@ void add_orders_route(httplib::Server& server, PgPool& pool, InventoryClient& in
     // a number.
     server.Get(R"(/orders/([0-9]{1,9}))", [&pool, &inventory](const httplib::Request& req,
                                                               httplib::Response& res) {
-        const std::string id = std::to_string(std::stol(req.matches[1]));
-        std::string sql = orders_query;
-        sql.replace(sql.find("{id}"), 4, id);
+        const std::string id = order_id(req);
         std::string item, quantity;
         const auto query_start = Clock::now();
         try {
             PgPool::Lease lease = pool.borrow();
-            const PgResult rows = lease->query(sql, query_timeout);
+            const PgResult rows = lease->query(with_id(orders_query, id), query_timeout);
             if (rows.rows() == 0) return answer_text(res, 404, "no order " + id);
             item = rows.value(0, 0);
             quantity = rows.value(0, 1);
@@ -63,5 +73,30 @@ void add_orders_route(httplib::Server& server, PgPool& pool, InventoryClient& in
                                                {"inventory_ms", ms_since(inventory_start)},
                                                {"thread", thread_label()}};
         res.set_content(answer.dump() + "\n", "application/json");
+    });
+}
+
+void add_summary_route(httplib::Server& server, PgPool& pool) {
+    server.Get(R"(/orders/([0-9]{1,9})/summary)", [&pool](const httplib::Request& req,
+                                                          httplib::Response& res) {
+        const std::string id = order_id(req);
+        try {
+            PgPool::Lease lease = pool.borrow();
+            const PgResult order = lease->query(with_id(orders_query, id), query_timeout);
+            if (order.rows() == 0) return answer_text(res, 404, "no order " + id);
+            const PgResult recent = lease->query(with_id(recent_orders_query, id), query_timeout);
+            const nlohmann::ordered_json answer = {
+                {"id", std::stol(id)},
+                {"item", order.value(0, 0)},
+                {"quantity", std::stoi(order.value(0, 1))},
+                {"recent_orders", std::stoi(recent.value(0, 0))},
+                {"recent_quantity", std::stol(recent.value(0, 1))},
+                {"thread", thread_label()}};
+            res.set_content(answer.dump() + "\n", "application/json");
+        } catch (const PoolTimeout& e) {
+            answer_text(res, 500, e.what());
+        } catch (const PgError& e) {
+            answer_text(res, 500, e.what());
+        }
     });
 }

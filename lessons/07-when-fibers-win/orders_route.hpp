@@ -21,5 +21,15 @@
 
 // The lookup, with {id} standing for the order's number (digits only: the route admits no other).
 inline constexpr const char* orders_query = "SELECT item, quantity FROM orders WHERE id = {id}";
+// Part 2's second round trip: the ten orders up to this one (an index range scan).
+inline constexpr const char* recent_orders_query =
+    "SELECT count(*), sum(quantity) FROM orders WHERE id > {id} - 10 AND id <= {id}";
 
 void add_orders_route(httplib::Server& server, PgPool& pool, InventoryClient& inventory);
+
+// GET /orders/{id}/summary, part 2's endpoint: no downstream call, two quick round trips on one
+// borrowed connection (orders_query, then recent_orders_query), as the scaling report's endpoint
+// made two JDBC round trips. 200 with {"id":7,"item":"item-7","quantity":8,"recent_orders":7,
+// "recent_quantity":35,"thread":"..."}, 404 when there is no such order, 500 with one line when
+// the database failed.
+void add_summary_route(httplib::Server& server, PgPool& pool);
