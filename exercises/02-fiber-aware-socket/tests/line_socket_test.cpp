@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -375,15 +376,30 @@ TEST_CASE("one carrier serves a hundred clients at once", "[ex2][task_4][points=
     int right = 0;
     const auto began = Clock::now();
     const auto deadline = began + 3000ms; // for all answers together (they take a few ms)
-    for (int i = 0; i < clients; ++i) {
+    // Until "bye" a working server fiber never ends. Once they all have (a stub that throws),
+    // what they wrote is in the sockets already: one more look, and after a missing answer no
+    // waiting for the others.
+    const auto all_ended = [&] {
+        return std::all_of(servers.begin(), servers.end(), [](const std::future<void>& server) {
+            return server.wait_for(0ms) == std::future_status::ready;
+        });
+    };
+    bool gave_up = false;
+    for (int i = 0; i < clients && !gave_up; ++i) {
         const std::string expected = "echo: hello " + std::to_string(i) + "\n";
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        if (pairs[static_cast<std::size_t>(i)]->receive(expected.size(), std::max(left, 1ms)) ==
-            expected)
+        std::string got;
+        for (bool last_look = false; got.size() < expected.size() && !last_look;) {
+            last_look = all_ended() || Clock::now() >= deadline;
+            got += pairs[static_cast<std::size_t>(i)]->receive(expected.size() - got.size(), 100ms);
+        }
+        if (got == expected)
             ++right;
+        else
+            gave_up = true;
     }
-    STEP(right << " of 100 clients got their answer, all within " << ms_since(began) << " ms");
+    STEP(right << " of 100 clients got their answer (counted in order, up to the first missing "
+                  "one), after "
+               << ms_since(began) << " ms");
     CHECK(right == clients);
     for (auto& pair : pairs)
         pair->send("bye\n");
