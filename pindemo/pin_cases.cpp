@@ -45,7 +45,8 @@ private:
     std::chrono::milliseconds duration_;
 };
 
-// Another OS thread takes the lock first and holds it for `duration`; then our fiber asks for it.
+// Another OS thread takes the lock first; our fiber asks for it, and the thread holds it `duration`
+// longer.
 template <typename Mutex> class MutexCase : public PinCase {
 public:
     explicit MutexCase(std::chrono::milliseconds duration) : duration_(duration) {}
@@ -63,19 +64,22 @@ public:
     void run() override {
         // boost::fibers futures park a fiber and block a plain thread: both sides may use them.
         boost::fibers::future<void> lock_is_held = held_.get_future();
-        holder_ = std::thread([this] {
+        holder_ = std::thread([this, asked = asking_.get_future()]() mutable {
             std::lock_guard<Mutex> lock(mutex_);
             held_.set_value();
+            asked.get(); // the hold starts when our fiber asks, so the wait is the whole duration
             std::this_thread::sleep_for(duration_); // a plain thread: nobody else to run here
         });
         lock_is_held.get();
+        asking_.set_value();
         std::lock_guard<Mutex> lock(mutex_); // std::mutex: ANTI-PATTERN, the carrier waits too
     }
 
 private:
     std::chrono::milliseconds duration_;
     Mutex mutex_;
-    boost::fibers::promise<void> held_; // the other thread has the lock
+    boost::fibers::promise<void> held_;   // the other thread has the lock
+    boost::fibers::promise<void> asking_; // our fiber is about to ask for it
     std::thread holder_;
 };
 

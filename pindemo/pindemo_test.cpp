@@ -90,10 +90,16 @@ TEST_CASE("a std::mutex and a computing loop pin the carrier too, their fiber-aw
     STEP("pindemo --case " << name << " exited " << pinned.status << ":\n" << pinned.output);
     REQUIRE(pinned.status == 0);
     REQUIRE(pinned.events.size() == 1);
-    if (!blocked_in.empty()) CHECK(event_field(pinned.events[0], "blocked_in") == blocked_in);
-    CHECK(event_field(pinned.events[0], "called_from").find("pindemo/pin_cases.cpp") !=
-          std::string::npos);
-    CHECK(event_number(pinned.events[0], "duration_ms") >= 800);
+    const std::string& event = pinned.events[0];
+    if (blocked_in.empty()) {
+        // The sample may land in a helper the loop calls (thread_cpu_time, in lessons/common):
+        // the loop itself is somewhere below it on the stack.
+        CHECK(event.find("run at pindemo/pin_cases.cpp") != std::string::npos);
+    } else {
+        CHECK(event_field(event, "blocked_in") == blocked_in);
+        CHECK(event_field(event, "called_from").find("pindemo/pin_cases.cpp") != std::string::npos);
+    }
+    CHECK(event_number(event, "duration_ms") >= 800);
 
     EventLog fixed_log("pindemo-" + name + "-fixed");
     const DemoRun fixed = run_pindemo(fixed_log, {"--case", name, "--fixed"});
