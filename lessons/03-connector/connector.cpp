@@ -51,7 +51,7 @@ int bound_port(int fd) {
     return ntohs(address.sin_port);
 }
 
-// After a refusal the client may still be sending. Closing with unread bytes makes the kernel
+// After a refusal, or the last response of a connection, the client may still be sending. Closing with unread bytes makes the kernel
 // send a reset, which can destroy our response before the client reads it. So: stop sending,
 // read and drop what arrives for a moment, then close.
 // noinline: its 4 KiB sink would otherwise join serve_connection's frame and make every
@@ -240,7 +240,14 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
             const bool answered = app_.process(stream, last, client_asked_to_close);
             return stream.flush() && answered;
         });
-        if (!keep_going || last || client_asked_to_close) break;
+        if (!keep_going) break;
+        if (last || client_asked_to_close) {
+            // The client may have sent more requests behind this one (pipelining): closing
+            // with them unread would reset the connection and destroy answers it has not
+            // read yet. End the way a refusal does.
+            close_politely(socket);
+            break;
+        }
     }
 }
 

@@ -15,7 +15,9 @@
 //  * read_timeout: a request head that does not arrive completely within it is answered
 //    408 and closed, so half-sent requests cannot hold connections forever.
 //  * write_timeout: a client that takes none of its response for this long is disconnected.
-//  * keep_alive_requests: after this many requests the response says "Connection: close".
+//  * keep_alive_requests: after this many requests the response says "Connection: close",
+//    and the connection ends politely: requests the client pipelined behind it are drained
+//    unanswered (briefly), so that a reset cannot destroy answers already sent.
 //  * accept() failing for want of descriptors or memory: the acceptor says so once on stderr
 //    and tries again every 100 ms, rather than spin its carrier.
 #pragma once

@@ -70,6 +70,37 @@ TEST_CASE("pipelined requests on one connection are answered in order", "[lesson
     CHECK(body_of(second) == "hello\n");
 }
 
+TEST_CASE("a client that pipelines past the keep-alive limit gets every answer it was sent",
+          "[lesson03][connector]") {
+    ConnectorOptions options;
+    options.keep_alive_requests = 100;
+    TestServer server(options);
+    // Unread requests in the server's receive buffer at close() make the kernel send a reset,
+    // which throws away answers the client has not read yet. Five connections in a row, so that
+    // a close that is not polite cannot get lucky.
+    for (int round = 1; round <= 5; ++round) {
+        RawConnection client(server.port());
+        std::string burst;
+        for (int i = 0; i < 300; ++i)
+            burst += get_request("/hello");
+        REQUIRE(client.send(burst));
+        STEP("connection " << round << ": sent 300 GET /hello in one write; keep-alive-requests "
+                              "is 100");
+        const std::string received = client.receive(20s); // until the server's end arrives
+        std::size_t answers = 0, closes = 0;
+        for (auto at = received.find("HTTP/1.1 200 OK"); at != std::string::npos;
+             at = received.find("HTTP/1.1 200 OK", at + 1))
+            ++answers;
+        for (auto at = received.find("Connection: close"); at != std::string::npos;
+             at = received.find("Connection: close", at + 1))
+            ++closes;
+        STEP("received " << answers << " answers, " << closes << " saying Connection: close");
+        REQUIRE(answers == 100);
+        REQUIRE(closes == 1);
+        REQUIRE(body_of(received.substr(received.rfind("HTTP/1.1 200 OK"))) == "hello\n");
+    }
+}
+
 TEST_CASE("a request that arrives a byte at a time is served", "[lesson03][connector]") {
     TestServer server;
     RawConnection client(server.port());
