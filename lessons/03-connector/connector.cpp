@@ -51,11 +51,11 @@ int bound_port(int fd) {
     return ntohs(address.sin_port);
 }
 
-// After a refusal, or the last response of a connection, the client may still be sending. Closing with unread bytes makes the kernel
-// send a reset, which can destroy our response before the client reads it. So: stop sending,
-// read and drop what arrives for a moment, then close.
-// noinline: its 4 KiB sink would otherwise join serve_connection's frame and make every
-// connection fiber touch one more page of stack (4 KiB more memory per connection).
+// After a refusal, or the last response of a connection, the client may still be sending. Closing
+// with unread bytes makes the kernel send a reset, which can destroy our response before the client
+// reads it. So: stop sending, read and drop what arrives for a moment, then close. noinline: its 4
+// KiB sink would otherwise join serve_connection's frame and make every connection fiber touch one
+// more page of stack (4 KiB more memory per connection).
 [[gnu::noinline]] void close_politely(FiberSocket& socket) {
     ::shutdown(socket.fd(), SHUT_WR);
     const Deadline until = deadline_after(std::chrono::milliseconds(500));
@@ -132,8 +132,8 @@ void Connector::start() {
     sockets_by_carrier_.resize(static_cast<std::size_t>(options_.carriers));
     for (int i = 0; i < options_.carriers; ++i)
         carriers_.push_back(std::make_unique<Carrier>(
-            "carrier-" + std::to_string(i), [] { use_carrier_algorithm<Reactor>(); },
-            options_.fiber_stack_size));
+            options_.carrier_name + "-" + std::to_string(i),
+            [] { use_carrier_algorithm<Reactor>(); }, options_.fiber_stack_size));
     carriers_[0]->spawn([this, fd = listen_fd_] { accept_loop(fd); });
 }
 
@@ -227,6 +227,7 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
         std::optional<Refusal> refusal;
         if (!read_checked_head(stream, refusal)) break;
         if (refusal) {
+            refused_[refusal_slot(refusal->status)].fetch_add(1, std::memory_order_relaxed);
             const std::string response = refusal_response(*refusal);
             stream.write(response.data(), response.size());
             stream.flush();
@@ -249,6 +250,18 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
             break;
         }
     }
+}
+
+std::size_t Connector::refusal_slot(int status) {
+    return static_cast<std::size_t>(std::clamp(status, 400, 499) - 400);
+}
+
+std::vector<std::pair<int, std::uint64_t>> Connector::refusals() const {
+    std::vector<std::pair<int, std::uint64_t>> counted;
+    for (std::size_t slot = 0; slot < refused_.size(); ++slot)
+        if (const std::uint64_t count = refused_[slot].load(std::memory_order_relaxed))
+            counted.emplace_back(400 + static_cast<int>(slot), count);
+    return counted;
 }
 
 void Connector::connection_closed() {
@@ -302,7 +315,8 @@ void Connector::join_carriers() {
     listen_fd_ = -1;
 }
 
-void run_until_shutdown(Connector& connector, const std::string& program) {
+void run_until_shutdown(Connector& connector, const std::string& program,
+                        const std::vector<Connector*>& companions) {
     try {
         connector.start();
     } catch (const std::exception& e) {
@@ -310,10 +324,17 @@ void run_until_shutdown(Connector& connector, const std::string& program) {
     }
     announce_listening(connector.options().host, connector.port());
     wait_for_shutdown_signal();
-    if (!connector.stop()) {
-        std::fprintf(stderr, "%s: %d connections still busy after %lld ms; exiting without them\n",
-                     program.c_str(), connector.open_connections(),
-                     static_cast<long long>(connector.options().stop_grace.count()));
+    // The application first: the companions (the management port) keep answering while it
+    // drains. Each gets its own grace; one that gives up ends the process.
+    std::vector<Connector*> all{&connector};
+    all.insert(all.end(), companions.begin(), companions.end());
+    for (Connector* each : all) {
+        if (each->stop()) continue;
+        std::fprintf(stderr,
+                     "%s: %d connections on port %d still busy after %lld ms; exiting without "
+                     "them\n",
+                     program.c_str(), each->open_connections(), each->port(),
+                     static_cast<long long>(each->options().stop_grace.count()));
         std::fflush(nullptr);
         std::_Exit(0);
     }

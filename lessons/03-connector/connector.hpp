@@ -26,25 +26,29 @@
 #include "http_app.hpp"
 #include "request_guard.hpp"
 
+#include <array>
 #include <atomic>
 #include <boost/fiber/condition_variable.hpp>
 #include <boost/fiber/mutex.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 class FiberStream;
 
 struct ConnectorOptions {
     std::string host = "127.0.0.1";
-    int port = 8080;  // 0 picks a free port
-    int carriers = 0; // 0: one per core
+    int port = 8080;                      // 0 picks a free port
+    int carriers = 0;                     // 0: one per core
+    std::string carrier_name = "carrier"; // the carriers' thread names: carrier-0, carrier-1, ...
     int max_connections = 8192;
     int accept_count = 100;
     int keep_alive_requests = 100;
@@ -86,6 +90,10 @@ public:
     // Connections accepted and not yet closed.
     int open_connections() const { return open_.load(std::memory_order_relaxed); }
 
+    // The requests the connector answered itself, refusing them before the app saw them (400,
+    // 408, 413, 431 ...): how many of each status so far, statuses never refused left out.
+    std::vector<std::pair<int, std::uint64_t>> refusals() const;
+
     // Stops accepting, closes idle connections, and lets requests in progress finish (their
     // responses say "Connection: close"). Returns true when everything ended within stop_grace;
     // false when requests are still running, in which case the carriers are left running and
@@ -100,6 +108,7 @@ private:
     void serve_connection(int fd, std::size_t carrier);
     bool read_checked_head(FiberStream& stream, std::optional<Refusal>& refusal) const;
     void connection_closed();
+    static std::size_t refusal_slot(int status);
     void begin_stop();
     void join_carriers();
 
@@ -111,6 +120,8 @@ private:
     std::atomic<bool> stopping_{false};
 
     std::atomic<int> open_{0};
+    // Refusals by status: slot i counts status 400 + i (every refusal is a 4xx).
+    std::array<std::atomic<std::uint64_t>, 100> refused_{};
     // The acceptor parks here while max_connections are open; closing connections notify it.
     boost::fibers::mutex slot_mutex_;
     boost::fibers::condition_variable slot_freed_;
@@ -126,6 +137,8 @@ private:
 };
 
 // Starts the connector (or prints why it cannot and exits 1), prints "listening on ...", waits
-// for SIGINT or SIGTERM, stops the connector and returns. Requests still running after the
-// grace period are abandoned: the process exits 0 without waiting for them.
-void run_until_shutdown(Connector& connector, const std::string& program);
+// for SIGINT or SIGTERM, stops the connector, then each of `companions` (started by the caller:
+// the management port), and returns. Requests still running after a connector's grace period
+// are abandoned: the process exits 0 without waiting for them.
+void run_until_shutdown(Connector& connector, const std::string& program,
+                        const std::vector<Connector*>& companions = {});

@@ -84,7 +84,8 @@ TEST_CASE("a client that pipelines past the keep-alive limit gets every answer i
         for (int i = 0; i < 300; ++i)
             burst += get_request("/hello");
         REQUIRE(client.send(burst));
-        STEP("connection " << round << ": sent 300 GET /hello in one write; keep-alive-requests "
+        STEP("connection " << round
+                           << ": sent 300 GET /hello in one write; keep-alive-requests "
                               "is 100");
         const std::string received = client.receive(20s); // until the server's end arrives
         std::size_t answers = 0, closes = 0;
@@ -136,6 +137,7 @@ TEST_CASE("a half-sent request is answered 408 and closed after the read timeout
     CHECK(response.rfind("HTTP/1.1 408 Request Timeout\r\n", 0) == 0);
     CHECK(client.closed_by_peer(5s));
     CHECK(eventually([&] { return server.connector->open_connections() == 0; }));
+    CHECK(server.connector->refusals() == std::vector<std::pair<int, std::uint64_t>>{{408, 1}});
 }
 
 TEST_CASE("an idle kept-alive connection is closed after the keep-alive timeout",
@@ -201,6 +203,9 @@ TEST_CASE("malformed and oversized requests get a 4xx status, not a crash",
     RawConnection after(server.port());
     REQUIRE(after.send(get_request("/hello")));
     CHECK(body_of(after.receive_response(5s)) == "hello\n");
+    STEP("every refusal is counted by its status, for /metrics");
+    using Counts = std::vector<std::pair<int, std::uint64_t>>;
+    CHECK(server.connector->refusals() == Counts{{400, 3}, {413, 2}, {414, 1}, {416, 1}, {431, 1}});
 }
 
 TEST_CASE("the largest request the guard admits fits a quarter of a fiber's stack",

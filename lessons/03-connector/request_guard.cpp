@@ -187,6 +187,26 @@ std::optional<Refusal> check_request_head(const std::string& head, const GuardLi
     return std::nullopt;
 }
 
+const char* refusal_reason(int status) {
+    switch (status) {
+    case 400:
+        return "malformed";
+    case 408:
+        return "read_timeout";
+    case 411:
+        return "length_required";
+    case 413:
+        return "body";
+    case 414:
+        return "target_too_long";
+    case 416:
+        return "range_too_long";
+    case 431:
+        return "head_too_large";
+    }
+    return "other";
+}
+
 std::string refusal_response(const Refusal& refusal) {
     const std::string body = refusal.reason + "\n";
     return "HTTP/1.1 " + std::to_string(refusal.status) + " " + reason_phrase(refusal.status) +

@@ -47,6 +47,11 @@ struct Refusal {
 // std::regex.
 std::optional<Refusal> check_request_head(const std::string& head, const GuardLimits& limits);
 
+// What a refusal with `status` says, in a word or two for a metric's label: "malformed" (400),
+// "read_timeout" (408), "length_required" (411), "body" (413), "target_too_long" (414),
+// "range_too_long" (416), "head_too_large" (431); "other" for a status the connector never sends.
+const char* refusal_reason(int status);
+
 // The whole response for a refusal, with "Connection: close".
 std::string refusal_response(const Refusal& refusal);
 

@@ -9,7 +9,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <set>
+#include <thread>
 
 namespace {
 
@@ -134,4 +136,49 @@ TEST_CASE("vt spike: everything in flight, the pool's queue overflows its timeou
     CHECK(shape.max_pool_pending >= 400);
     // Goodput barely changes: still about 200 a second (bound: a quarter of that).
     CHECK(shape.count(200) / shape.seconds >= 50);
+}
+
+TEST_CASE("a client trickling into the management port cannot hold up a stop", "[lesson05]") {
+    ServerProcess server(lesson05, with(scaled, {"--db", test_conninfo()}), "lesson05-stop");
+    const int management = management_port_of(server);
+    TricklingClient trickler(management, get_request("/metrics"), std::chrono::milliseconds(1500));
+    STEP("a client sends GET /metrics to port " << management << ", one byte every 1.5 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500)); // its first bytes are in
+    // The connectors' grace periods are 5 s and 3 s; 20 s is slack for a busy machine. A
+    // SIGKILL after it reads 137.
+    const auto start = std::chrono::steady_clock::now();
+    const int status = server.stop(std::chrono::seconds(20));
+    STEP("SIGTERM: exited " << status << " after " << seconds_since(start) << " s");
+    CHECK(status == 0);
+}
+
+TEST_CASE("/metrics counts the requests the connector refused, by status and reason",
+          "[lesson05]") {
+    ServerProcess server(lesson05,
+                         with(scaled, {"--db", test_conninfo(), "--read-timeout", "300ms"}),
+                         "lesson05-refusals");
+    const int management = management_port_of(server);
+    const auto send_all = [&](int count, const std::string& request) {
+        std::vector<std::unique_ptr<RawConnection>> clients;
+        for (int i = 0; i < count; ++i) {
+            clients.push_back(std::make_unique<RawConnection>(server.port()));
+            REQUIRE(clients.back()->send(request));
+        }
+        for (auto& client : clients)
+            REQUIRE(status_of(client->receive_response(std::chrono::seconds(10))) != 0);
+    };
+    send_all(5, "HELLO\r\n\r\n");                 // 400
+    send_all(3, "GET /work HTTP/1.1\r\nHost: x"); // 408 after the read timeout
+    send_all(2, "GET /work HTTP/1.1\r\nContent-Length: 4\r\n\r\nbody"); // 413
+    STEP("answered 5 malformed requests, 3 that never finished and 2 with a body");
+    const Answer metrics = http_get(management, "/metrics");
+    REQUIRE(metrics.status == 200);
+    INFO(metrics.body);
+    for (const std::string sample :
+         {"connector_refusals_total{status=\"400\",reason=\"malformed\"} 5",
+          "connector_refusals_total{status=\"408\",reason=\"read_timeout\"} 3",
+          "connector_refusals_total{status=\"413\",reason=\"body\"} 2"}) {
+        INFO(sample);
+        CHECK(metrics.body.find("\n" + sample + "\n") != std::string::npos);
+    }
 }

@@ -1,38 +1,45 @@
 #include "management_server.hpp"
 
-#include "process.hpp"
+#include "pg_connection.hpp"
+#include "request_metrics.hpp"
 
-#include <chrono>
-#include <libpq-fe.h>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <sys/socket.h>
-#include <thread>
 
 namespace {
 
-// Two threads: /metrics stays quick while the other one waits on a slow /health ping.
-constexpr std::size_t management_threads = 2;
-// A client that connects and sends nothing holds a thread this long at most.
-constexpr time_t management_read_timeout_s = 2;
+using namespace std::chrono_literals;
+
+// The management port's limits. Its clients are a scraper, a probe and an operator's curl.
+ConnectorOptions management_options(const std::string& host, int port) {
+    ConnectorOptions options;
+    options.host = host;
+    options.port = port;
+    // Its own thread: a carrier of the application's, pinned or swamped, cannot delay it.
+    options.carriers = 1;
+    options.carrier_name = "management";
+    // A few scrapers and operators at once; beyond it, the kernel's accept queue holds the rest
+    // until a connection closes (at the latest after the read or keep-alive timeout below).
+    options.max_connections = 64;
+    options.accept_count = 64;
+    // A whole request head within 2 s, or 408 and closed: a slow client cannot hold a connection
+    // for longer, however regularly it sends.
+    options.read_timeout = 2s;
+    options.write_timeout = 2s;
+    options.keep_alive_timeout = 5s;
+    // /health may be waiting for the database (2 s at most): a stop lets it finish, no longer.
+    options.stop_grace = 3s;
+    return options;
+}
 
 } // namespace
 
-ManagementServer::ManagementServer(std::string host, int port, DatabaseCheck database)
-    : host_(std::move(host)), port_(port), database_(std::move(database)) {
-    server_.new_task_queue = [] { return new httplib::ThreadPool(management_threads); };
-    server_.set_keep_alive_max_count(1);
-    // SO_REUSEADDR only: cpp-httplib's default SO_REUSEPORT would let a forgotten server from an
-    // earlier run share the port (lesson 01's serve.cpp says more).
-    server_.set_socket_options([](socket_t sock) {
-        const int yes = 1;
-        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
-    server_.set_read_timeout(management_read_timeout_s, 0);
-    server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+ManagementServer::ManagementServer(const std::string& host, int port, DatabaseCheck database)
+    : database_(std::move(database)), connector_(app_, management_options(host, port)) {
+    app_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
     });
-    server_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    app_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         std::string why;
         const bool database_up = !database_ || database_(why);
         // The app answers: it is up. The whole is up only when the database is too.
@@ -45,64 +52,41 @@ ManagementServer::ManagementServer(std::string host, int port, DatabaseCheck dat
     });
 }
 
-ManagementServer::~ManagementServer() {
-    if (!thread_.joinable()) return;
-    // stop() does nothing until the thread has entered listen: repeat it until the thread ends.
-    while (!finished_.load()) {
-        server_.stop();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    thread_.join();
-}
-
 void ManagementServer::add_metrics(Collector collector) {
     collectors_.push_back(std::move(collector));
 }
 
 void ManagementServer::start() {
-    int bound = -1;
-    if (port_ == 0) {
-        bound = server_.bind_to_any_port(host_);
-    } else if (server_.bind_to_port(host_, port_)) {
-        bound = port_;
+    try {
+        connector_.start();
+    } catch (const std::runtime_error& e) {
+        // "cannot listen on 127.0.0.1:8081: Address already in use", said for this port.
+        std::string what = e.what();
+        if (const auto colon = what.find(": "); colon != std::string::npos)
+            what.insert(colon, " for management");
+        throw std::runtime_error(what + " (choose another with --management-port)");
     }
-    if (bound < 0)
-        throw std::runtime_error("cannot listen on " + host_ + ":" + std::to_string(port_) +
-                                 " for management: " + explain_bind_failure(host_, port_) +
-                                 " (choose another with --management-port)");
-    port_ = bound;
-    thread_ = std::thread([this] {
-        name_this_thread("management");
-        server_.listen_after_bind();
-        finished_ = true;
-    });
 }
 
 std::string ManagementServer::metrics() const {
     MetricsText text;
     for (const auto& collect : collectors_)
         collect(text);
+    collect_refusals(connector_, "management_refusals_total",
+                     "Requests the management port refused itself (malformed, too slow, with a "
+                     "body), by status and reason.",
+                     text);
     return text.text();
 }
 
-ManagementServer::DatabaseCheck ping_database(std::string conninfo, int timeout_seconds) {
-    return [conninfo = std::move(conninfo),
-            timeout = std::to_string(timeout_seconds)](std::string& why) {
-        // expand_dbname: `conninfo` is a whole connection string; connect_timeout, listed after
-        // it, overrides any it holds.
-        const char* keywords[] = {"dbname", "connect_timeout", nullptr};
-        const char* values[] = {conninfo.c_str(), timeout.c_str(), nullptr};
-        switch (PQpingParams(keywords, values, 1)) {
-        case PQPING_OK:
+ManagementServer::DatabaseCheck ping_database(std::string conninfo,
+                                              std::chrono::milliseconds timeout) {
+    return [conninfo = std::move(conninfo), timeout](std::string& why) {
+        try {
+            PgConnection probe(conninfo, timeout); // closed again at once
             return true;
-        case PQPING_REJECT:
-            why = "the server is running but refuses connections (starting up or shutting down)";
-            return false;
-        case PQPING_NO_RESPONSE:
-            why = "no answer from the server";
-            return false;
-        default:
-            why = "the connection string is invalid";
+        } catch (const PgError& e) {
+            why = e.what();
             return false;
         }
     };

@@ -61,6 +61,14 @@ void RequestMetrics::collect(MetricsText& out) const {
     }
 }
 
+void collect_refusals(const Connector& connector, const std::string& family,
+                      const std::string& help, MetricsText& out) {
+    out.family(family, MetricsText::Type::counter, help);
+    for (const auto& [status, count] : connector.refusals())
+        out.sample(static_cast<double>(count),
+                   {{"status", std::to_string(status)}, {"reason", refusal_reason(status)}});
+}
+
 void count_responses(httplib::Server& app, RequestMetrics& metrics) {
     app.set_logger([&metrics](const httplib::Request&, const httplib::Response& res) {
         if (RequestMetrics::InFlight* request = current_request().get()) {

@@ -11,18 +11,21 @@
 //    logger ran. So the logger only notes the status in the request's InFlight guard, and the
 //    executor counts it once serve() says the response was sent (InFlight::sent). A response
 //    whose client was gone, or took none of it within the write timeout, is not counted.
-//    The connector's own refusals (408, 413, 431 ...) never reach the app and are not counted.
+//    The connector's own refusals (400, 408, 413, 431 ...) never reach the app: they are counted
+//    apart, by the connector, and collect_refusals reports them.
 //
 // Everything is an atomic: handlers on carriers and on platform threads update it, and the
 // management thread reads it without ever waiting for them.
 #pragma once
 
+#include "connector.hpp"
 #include "metrics_text.hpp"
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <httplib.h>
+#include <string>
 
 class RequestMetrics {
 public:
@@ -59,6 +62,11 @@ private:
     // One counter per status code 100..599; anything outside that range counts as 0 ("other").
     std::array<std::atomic<std::uint64_t>, 600> by_status_{};
 };
+
+// `family`{status="408",reason="read_timeout"} ...: the requests `connector` refused before any
+// app saw them (connector.hpp, refusals()), a counter per status. No samples until the first.
+void collect_refusals(const Connector& connector, const std::string& family,
+                      const std::string& help, MetricsText& out);
 
 // Makes `app` count each response it writes in `metrics` (through cpp-httplib's logger).
 void count_responses(httplib::Server& app, RequestMetrics& metrics);

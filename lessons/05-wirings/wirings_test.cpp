@@ -310,3 +310,39 @@ TEST_CASE("a taken management port is one clear error", "[lesson05][management]"
                       Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(first.port()) +
                                       " for management: Address already in use"));
 }
+
+TEST_CASE("clients that trickle a request byte by byte cannot keep /metrics from answering",
+          "[lesson05][management]") {
+    ManagementServer management("127.0.0.1", 0, nullptr);
+    management.start();
+    // A byte every 1.5 s: a timeout on each read (2 s) never fires; one on the whole request does.
+    TricklingClient first(management.port(), get_request("/metrics"), 1500ms);
+    TricklingClient second(management.port(), get_request("/metrics"), 1500ms);
+    STEP("two clients send GET /metrics to port " << management.port() << ", one byte every 1.5 s");
+    for (int i = 1; i <= 3; ++i) {
+        const Answer metrics = http_get(management.port(), "/metrics");
+        STEP("GET /metrics " << i << " answered " << metrics.status << " (0: not within 10 s)");
+        REQUIRE(metrics.status == 200);
+    }
+    // The whole request must arrive within the management read timeout (2 s); 20 s is slack for
+    // a machine busy with other work.
+    CHECK(eventually([&] { return first.cut_off() && second.cut_off(); }, 20s));
+    STEP("the trickling clients were answered: " << first.answer().substr(0, 30));
+    CHECK(status_of(first.answer()) == 408);
+    CHECK(status_of(second.answer()) == 408);
+}
+
+TEST_CASE("the management port refuses a request body before reading it",
+          "[lesson05][management]") {
+    ManagementServer management("127.0.0.1", 0, nullptr);
+    management.start();
+    for (const std::string framing : {"Content-Length: 4294967296", "Transfer-Encoding: chunked"}) {
+        RawConnection client(management.port());
+        REQUIRE(client.send("POST /metrics HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n"));
+        STEP("sent POST /metrics with " << framing << ", and no body yet");
+        const std::string response = client.receive_response(10s);
+        STEP("answered: " << response.substr(0, response.find('\r')));
+        CHECK(status_of(response) == 413);
+        CHECK(client.closed_by_peer(5s));
+    }
+}

@@ -100,6 +100,10 @@ void WorkServer::add_metrics() {
         out.gauge("connector_accept_count",
                   "The kernel's accept queue (listen backlog) behind max connections.",
                   connector_->options().accept_count);
+        collect_refusals(*connector_, "connector_refusals_total",
+                         "Requests the connector answered itself, before the application saw "
+                         "them (malformed, too slow, too large), by status and reason.",
+                         out);
     });
     management_->add_metrics([this](MetricsText& out) {
         const PoolStats pool = pool_->stats();
@@ -135,5 +139,5 @@ void WorkServer::run() {
     std::printf("management on %s:%d (/health, /metrics)\n", options_.connector.host.c_str(),
                 management_->port());
     std::fflush(stdout);
-    run_until_shutdown(*connector_, program_);
+    run_until_shutdown(*connector_, program_, {&management_->connector()});
 }

@@ -295,6 +295,46 @@ bool RawConnection::closed_by_peer(std::chrono::milliseconds timeout) {
     }
 }
 
+TricklingClient::TricklingClient(int port, std::string request, std::chrono::milliseconds every)
+    : connection_(port) {
+    thread_ = std::thread([this, request = std::move(request), every] {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (char byte : request) {
+            lock.unlock();
+            const bool sent = connection_.send(std::string(1, byte));
+            pollfd p{connection_.fd(), POLLIN, 0};
+            const bool answered = ::poll(&p, 1, 0) > 0; // the server spoke or hung up
+            lock.lock();
+            if (!sent || answered) break;
+            if (stop_.wait_for(lock, every, [this] { return stopping_; })) return;
+        }
+        lock.unlock();
+        std::string answer = connection_.receive(std::chrono::seconds(1));
+        lock.lock();
+        answer_ = std::move(answer);
+        cut_off_ = true;
+    });
+}
+
+TricklingClient::~TricklingClient() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    stop_.notify_all();
+    thread_.join();
+}
+
+bool TricklingClient::cut_off() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cut_off_;
+}
+
+std::string TricklingClient::answer() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return answer_;
+}
+
 std::string get_request(const std::string& path) {
     return "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n";
 }

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 // STEP("request sent") records one step of the test's story. Every STEP in scope is printed, in
@@ -71,6 +74,30 @@ public:
 private:
     int fd_ = -1;
     std::string pending_; // bytes read past the end of the last response
+};
+
+// A slowloris: a client that sends `request` one byte every `every` on a thread of its own, and
+// stops when the server answers or closes, when every byte is sent, or when it is destroyed.
+// With `every` below a server's per-read timeout, only a deadline on the whole request ends it.
+class TricklingClient {
+public:
+    TricklingClient(int port, std::string request, std::chrono::milliseconds every);
+    ~TricklingClient();
+    TricklingClient(const TricklingClient&) = delete;
+    TricklingClient& operator=(const TricklingClient&) = delete;
+
+    // True once the server has answered or closed the connection.
+    bool cut_off() const;
+    // What the server sent, once cut_off().
+    std::string answer() const;
+
+private:
+    RawConnection connection_;
+    mutable std::mutex mutex_;
+    std::condition_variable stop_;
+    bool stopping_ = false, cut_off_ = false;
+    std::string answer_;
+    std::thread thread_;
 };
 
 // "GET path HTTP/1.1" with a Host header and nothing more: a request that keeps the connection.
