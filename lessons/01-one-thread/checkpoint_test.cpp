@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 namespace {
 const std::string lesson01 = BIN_DIR "/lesson01";
@@ -73,4 +74,20 @@ TEST_CASE("lesson01 on a port that is taken says so and exits 1", "[lesson01]") 
 TEST_CASE("lesson01 exits 0 on SIGTERM", "[lesson01]") {
     ServerProcess server(lesson01, {}, "lesson01-sigterm");
     CHECK(server.stop() == 0);
+}
+
+TEST_CASE("lesson01 stops on SIGTERM even while a client trickles a request at its one worker",
+          "[lesson01]") {
+    ServerProcess server(lesson01, {}, "lesson01-sigterm-trickle");
+    // A byte a second: cpp-httplib's 5 s read timeout is per read, so this holds the worker for
+    // as long as the client likes (the whole request would take 30 s).
+    TricklingClient trickler(server.port(), get_request("/benchmark"), std::chrono::seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500)); // the worker is reading it
+    const auto start = std::chrono::steady_clock::now();
+    // The grace is 5 s; 20 s is slack for a busy machine. A SIGKILL after it reads 137.
+    const int status = server.stop(std::chrono::seconds(20));
+    STEP("a client trickles GET /benchmark; SIGTERM: exited " << status << " after "
+                                                              << seconds_since(start) << " s");
+    CHECK(status == 0);
+    CHECK(server.log().find("still busy") != std::string::npos);
 }

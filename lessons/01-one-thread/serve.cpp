@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <sys/socket.h>
 #include <thread>
 
@@ -14,6 +16,9 @@ namespace {
 // drops the extra SYNs and those clients retry only after a one-second TCP timeout, which adds a
 // second to a "one second" checkpoint. Calling listen() again on a listening socket raises it.
 constexpr int accept_backlog = 128;
+
+// How long a stop waits for the workers to finish what they are doing, as the connector's does.
+constexpr std::chrono::milliseconds stop_grace{5000};
 
 // The listening socket is a protected member of httplib::Server; a member pointer taken through a
 // derived class is the standard way to read it without changing the library.
@@ -52,7 +57,17 @@ void serve_until_shutdown(httplib::Server& server, const std::string& program, i
     });
     wait_for_shutdown_signal();
     // stop() does nothing until the loop has started, and a signal may come first: repeat it.
+    // The loop returns once the workers have finished their connections, and a client that
+    // trickles its request keeps a worker reading for as long as it likes (cpp-httplib's read
+    // timeout is per read): after the grace, exit without it.
+    const auto give_up = std::chrono::steady_clock::now() + stop_grace;
     while (!finished) {
+        if (std::chrono::steady_clock::now() > give_up) {
+            std::fprintf(stderr, "%s: a worker still busy after %lld ms; exiting without it\n",
+                         program.c_str(), static_cast<long long>(stop_grace.count()));
+            std::fflush(nullptr);
+            std::_Exit(0);
+        }
         server.stop();
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
