@@ -31,8 +31,10 @@ int main(int argc, char** argv) {
         .add("events", events_path, "also write each event to this file as one JSON line")
         .add("db", db,
              "libpq connection string for --case pq, e.g. what lessons/tools/pg-cluster prints")
-        .add("threshold", detector_options.threshold, "the shortest pin the detector reports")
-        .add("work", work, "how long the second fiber's work takes");
+        .add("threshold", detector_options.threshold, std::chrono::milliseconds(1),
+             std::chrono::hours(1), "the shortest pin the detector reports")
+        .add("work", work, std::chrono::milliseconds(1), std::chrono::hours(1),
+             "how long the second fiber's work takes");
     flags.parse(argc, argv);
 
     std::unique_ptr<PinCase> pin_case;

@@ -27,7 +27,8 @@ void add(Flags& flags) {
         .add("detect-pinning", detect,
              "report on stderr every fiber that holds its carrier thread (pins it) longer than "
              "--pinning-threshold while other fibers wait, with a stack sample")
-        .add("pinning-threshold", options.threshold,
+        .add("pinning-threshold", options.threshold, std::chrono::milliseconds(1),
+             std::chrono::hours(1),
              "the shortest pin reported (wall clock: raise it on a busy machine)")
         .add("pinning-events", options.events_path,
              "also write each pinning event to this file, one JSON object per line "

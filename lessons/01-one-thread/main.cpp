@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
     int port = 8080;
     bool keep_alive = false;
     Flags flags("lesson01", "One worker thread serves GET /benchmark, which sleeps one second.");
-    flags.add("port", port, "TCP port on 127.0.0.1; 0 picks a free one")
+    flags.add("port", port, 0, 65535, "TCP port on 127.0.0.1; 0 picks a free one")
         .add("keep-alive", keep_alive,
              "keep connections open between requests, as the library does by default; the one "
              "worker then stays with one client until it goes quiet for 5 s");

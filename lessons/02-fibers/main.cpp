@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
     bool keep_alive = false;
     Flags flags("lesson02", "Each connection is a fiber on one carrier thread; GET /benchmark "
                             "sleeps one second with boost::this_fiber::sleep_for.");
-    flags.add("port", port, "TCP port on 127.0.0.1; 0 picks a free one")
+    flags.add("port", port, 0, 65535, "TCP port on 127.0.0.1; 0 picks a free one")
         .add("bad-blocking-sleep", bad_blocking_sleep,
              "ANTI-PATTERN: sleep with std::this_thread::sleep_for inside the fiber; it pins "
              "the carrier and the ten requests take ten seconds again")

@@ -72,6 +72,35 @@ TEST_CASE("lesson03 refuses bad flags with one line and status 2", "[lesson03]")
     CHECK(output.find("'soon' is not a duration") != std::string::npos);
 }
 
+TEST_CASE("lesson03 refuses a value outside a flag's range with one line and status 2",
+          "[lesson03]") {
+    // Each of these once started a server that did something else: 70000 listened on 4464, -1
+    // on 65535, max-connections 0 never accepted, read-timeout 0 never timed out, and a huge
+    // one overflowed into a negative duration.
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"--port", "70000"},
+        {"--port", "-1"},
+        {"--max-connections", "0"},
+        {"--max-connections", "-3"},
+        {"--accept-count", "0"},
+        {"--keep-alive-requests", "0"},
+        {"--carriers", "-1"},
+        {"--read-timeout", "0"},
+        {"--write-timeout", "0"},
+        {"--keep-alive-timeout", "0"},
+        {"--read-timeout", "99999999999999999999"},
+    };
+    for (const auto& [flag, value] : cases) {
+        std::string output;
+        const int status = run_program({lesson03, flag, value}, output, std::chrono::seconds(10));
+        STEP("lesson03 " << flag << " " << value << " exited " << status << ": " << output);
+        CHECK(status == 2);
+        CHECK(output.rfind("lesson03: " + flag + ": '" + value + "' is ", 0) == 0);
+        CHECK(output.find("(try --help)\n") != std::string::npos);
+        CHECK(std::count(output.begin(), output.end(), '\n') == 1);
+    }
+}
+
 TEST_CASE("lesson03 on a port that is taken says so and exits 1", "[lesson03]") {
     ServerProcess holder(lesson03, {}, "lesson03-port-holder");
     std::string output;

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
     Flags flags("lesson03", "Fibers on carrier threads own the sockets; cpp-httplib only parses "
                             "and routes. GET /benchmark sleeps one second on its fiber.");
     // Lesson 07 runs this server as its downstream "inventory" service, answering in 100 ms.
-    flags.add("benchmark-sleep", sleep, "how long GET /benchmark sleeps on its fiber");
+    flags.add("benchmark-sleep", sleep, std::chrono::milliseconds(0), std::chrono::hours(1),
+              "how long GET /benchmark sleeps on its fiber");
     add_connector_flags(flags, options);
     flags.parse(argc, argv);
 

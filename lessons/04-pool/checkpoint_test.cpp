@@ -169,5 +169,5 @@ TEST_CASE("lesson04 without a reachable PostgreSQL exits at once with one line s
 TEST_CASE("lesson04 refuses a pool of no connections", "[lesson04]") {
     std::string output;
     CHECK(run_program({lesson04, "--pool-size", "0"}, output) == 2);
-    CHECK(output == "lesson04: --pool-size must be at least 1\n");
+    CHECK(output == "lesson04: --pool-size: '0' is not in 1..1000 (try --help)\n");
 }

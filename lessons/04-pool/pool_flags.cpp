@@ -9,9 +9,10 @@ void add_pool_flags(Flags& flags, PoolOptions& options) {
         .add("db", options.conninfo,
              "libpq connection string, e.g. \"host=127.0.0.1 port=25432 user=postgres\" "
              "(lessons/tools/pg-cluster prints one); empty: libpq's PGHOST, PGPORT, ...")
-        .add("pool-size", options.size,
+        .add("pool-size", options.size, 1, 1000,
              "database connections at most; requests beyond them wait for one")
-        .add("pool-timeout", options.checkout_timeout,
+        .add("pool-timeout", options.checkout_timeout, std::chrono::milliseconds(1),
+             std::chrono::hours(1),
              "how long a request waits for a connection before it fails with 500")
         .add("pool-barging", options.barging,
              "hand a returned connection to whoever asks first (HikariCP's way) instead of "
@@ -19,8 +20,6 @@ void add_pool_flags(Flags& flags, PoolOptions& options) {
 }
 
 std::unique_ptr<PgPool> open_pool_or_exit(const PoolOptions& options, const std::string& program) {
-    if (options.size < 1) fail(program, "--pool-size must be at least 1", 2);
-    if (options.checkout_timeout.count() <= 0) fail(program, "--pool-timeout must be positive", 2);
     auto pool = std::make_unique<PgPool>(options);
     try {
         pool->open();

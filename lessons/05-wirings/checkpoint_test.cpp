@@ -59,6 +59,9 @@ TEST_CASE("an unknown profile is one line and exit status 2", "[lesson05]") {
     STEP("lesson05 --profile vt-gated exited " << status << ": " << output);
     CHECK(status == 2);
     CHECK(output == "lesson05: --profile: 'vt-gated' is not one of platform|vt (try --help)\n");
+    // It once printed 70000 and listened on 4464.
+    CHECK(run_program({lesson05, "--management-port", "70000"}, output) == 2);
+    CHECK(output == "lesson05: --management-port: '70000' is not in 0..65535 (try --help)\n");
 }
 
 TEST_CASE("/health says UP with the database, then 503 DOWN once it stops", "[lesson05]") {

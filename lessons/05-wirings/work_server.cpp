@@ -14,10 +14,10 @@ void add_server_flags(Flags& flags, ServerOptions& options, const std::vector<Pr
         help += (names.size() > 1 ? "; " : " ") + profile.name + " = " + profile.meaning;
     }
     flags.add("profile", options.profile, names, help)
-        .add("threads-max", options.threads_max,
+        .add("threads-max", options.threads_max, 1, 10'000,
              "platform threads running handlers (platform profile only: it has no effect under "
              "vt, where every request runs on its connection's fiber)")
-        .add("management-port", options.management_port,
+        .add("management-port", options.management_port, 0, 65535,
              "port of /health and /metrics on 127.0.0.1; 0 picks a free one")
         .add("print-config", options.print_config,
              "print the effective settings as key=value lines and exit");
@@ -64,7 +64,6 @@ WorkServer::WorkServer(const ServerOptions& options, std::string program, const 
             std::printf("%s=%s\n", key.c_str(), value.c_str());
         std::exit(0);
     }
-    if (options_.threads_max < 1) fail(program_, "--threads-max must be at least 1", 2);
     for (const auto& [key, value] : settings)
         std::printf("setting %s=%s\n", key.c_str(), value.c_str());
     std::fflush(stdout);

@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
     flags
         .add("inventory-url", inventory_url,
              "the downstream service every order asks (http://IPv4:PORT/path, kept connections)")
-        .add("inventory-timeout", inventory_timeout,
+        .add("inventory-timeout", inventory_timeout, std::chrono::milliseconds(1),
+             std::chrono::hours(1),
              "an inventory answer that takes longer fails the order with 502");
     flags.parse(argc, argv);
 

@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
     flags
         .add("profile", profile, {"vt", "platform"},
              "vt: handlers on the connection fibers; platform: on --threads-max OS threads")
-        .add("threads-max", threads_max, "OS threads running handlers under --profile platform")
+        .add("threads-max", threads_max, 1, 10'000,
+             "OS threads running handlers under --profile platform")
         .add("bad-thread-local", bad_thread_local,
              "ANTI-PATTERN: /request-id keeps the request's id in a thread_local, which every "
              "fiber on a carrier shares; requests read back each other's ids")
@@ -47,14 +48,12 @@ int main(int argc, char** argv) {
         .add("bad-cpu-on-carrier", bad_cpu_on_carrier,
              "ANTI-PATTERN: under --profile vt, /cpu computes on the carrier, and every other "
              "fiber there (a /hello) waits until it is done")
-        .add("cpu-threads", cpu_threads,
+        .add("cpu-threads", cpu_threads, 1, 1024,
              "under --profile vt, /cpu computes on this many OS threads while its fiber parks");
     flags.parse(argc, argv);
     if (bad_thread_local && fiber_specific)
         fail("lesson08", "--bad-thread-local and --fiber-specific exclude each other (try --help)",
              2);
-    if (threads_max < 1 || cpu_threads < 1)
-        fail("lesson08", "--threads-max and --cpu-threads must be at least 1 (try --help)", 2);
 
     const bool vt = profile == "vt";
     HttpApp app;

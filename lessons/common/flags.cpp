@@ -29,6 +29,14 @@ std::string shell_quoted(const std::string& text) {
     return quoted + "'";
 }
 
+// No setting here needs more; llround and the deadlines built from a duration stay far from
+// overflowing below it.
+constexpr double longest_duration_ms = 365.0 * 24 * 3600 * 1000;
+
+std::string out_of_range(const std::string& text, const std::string& min, const std::string& max) {
+    return "'" + text + "' is not in " + min + ".." + max;
+}
+
 std::vector<FlagsExtension>& extensions() {
     static std::vector<FlagsExtension> registered; // a function's static: safe from initializers
     return registered;
@@ -48,11 +56,16 @@ std::chrono::milliseconds parse_duration(const std::string& text) {
     double value = 0;
     if (unit == ms_per_unit.end() || !CLI::detail::lexical_cast(text.substr(0, digits_end), value))
         throw std::invalid_argument("'" + text + "' is not a duration (examples: 500ms, 30s, 2m)");
-    return std::chrono::milliseconds(std::llround(value * unit->second));
+    const double ms = value * unit->second;
+    if (!(ms <= longest_duration_ms))
+        throw std::invalid_argument("'" + text + "' is longer than a year");
+    return std::chrono::milliseconds(std::llround(ms));
 }
 
 std::string format_duration(std::chrono::milliseconds value) {
     const auto ms = value.count();
+    if (ms != 0 && ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";
+    if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
     if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
     return std::to_string(ms) + "ms";
 }
@@ -70,10 +83,10 @@ Flags::~Flags() = default;
 
 // Every flag with a value goes through here: `set` converts the text (throwing
 // std::invalid_argument with what a user reads), `show` gives the value for --help's default
-// and for --print-config.
+// and for --print-config, `range` what --help says it accepts ("0..65535").
 Flags& Flags::add_value(const std::string& name, const std::string& help,
                         std::function<void(const std::string&)> set,
-                        std::function<std::string()> show) {
+                        std::function<std::string()> show, const std::string& range) {
     const std::string flag = "--" + name;
     const auto convert = [flag, set](const CLI::results_t& given) {
         try {
@@ -84,26 +97,28 @@ Flags& Flags::add_value(const std::string& name, const std::string& help,
         return true;
     };
     const std::string shown = show();
-    app_->add_option(flag, convert, help + (shown.empty() ? "" : " [default: " + shown + "]"))
+    const std::string accepts = range.empty() ? "" : "; " + range;
+    app_->add_option(flag, convert,
+                     help + (shown.empty() ? "" : " [default: " + shown + accepts + "]"))
         ->type_name("VALUE")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast); // the last one given wins
     shown_.emplace_back(name, std::move(show));
     return *this;
 }
 
-Flags& Flags::add(const std::string& name, int& value, const std::string& help) {
-    const auto set = [&value](const std::string& text) {
+Flags& Flags::add(const std::string& name, int& value, int min, int max, const std::string& help) {
+    const auto set = [&value, min, max](const std::string& text) {
         const double number = parse_number(text);
-        if (number != std::floor(number) || std::fabs(number) > 2e9)
+        if (number != std::floor(number))
             throw std::invalid_argument("'" + text + "' is not an integer");
+        if (number < min || number > max)
+            throw std::invalid_argument(
+                out_of_range(text, std::to_string(min), std::to_string(max)));
         value = static_cast<int>(number);
     };
-    return add_value(name, help, set, [&value] { return std::to_string(value); });
-}
-
-Flags& Flags::add(const std::string& name, double& value, const std::string& help) {
-    const auto set = [&value](const std::string& text) { value = parse_number(text); };
-    return add_value(name, help, set, [&value] { return CLI::detail::to_string(value); });
+    return add_value(
+        name, help, set, [&value] { return std::to_string(value); },
+        std::to_string(min) + ".." + std::to_string(max));
 }
 
 Flags& Flags::add(const std::string& name, std::string& value, const std::string& help) {
@@ -113,9 +128,18 @@ Flags& Flags::add(const std::string& name, std::string& value, const std::string
 }
 
 Flags& Flags::add(const std::string& name, std::chrono::milliseconds& value,
+                  std::chrono::milliseconds min, std::chrono::milliseconds max,
                   const std::string& help) {
-    const auto set = [&value](const std::string& text) { value = parse_duration(text); };
-    return add_value(name, help, set, [&value] { return format_duration(value); });
+    const auto set = [&value, min, max](const std::string& text) {
+        const std::chrono::milliseconds duration = parse_duration(text);
+        if (duration < min || duration > max)
+            throw std::invalid_argument(
+                out_of_range(text, format_duration(min), format_duration(max)));
+        value = duration;
+    };
+    return add_value(
+        name, help, set, [&value] { return format_duration(value); },
+        format_duration(min) + ".." + format_duration(max));
 }
 
 Flags& Flags::add(const std::string& name, bool& value, const std::string& help) {

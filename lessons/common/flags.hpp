@@ -24,10 +24,14 @@ public:
     Flags(std::string program, std::string summary);
     ~Flags();
 
-    Flags& add(const std::string& name, int& value, const std::string& help);
-    Flags& add(const std::string& name, double& value, const std::string& help);
+    // Numbers and durations say what they accept: a value outside [min, max] is an error
+    // ("--port: '70000' is not in 0..65535"), never a wrapped, truncated or silently disabled
+    // setting. Where a special value means "off" or "pick one", the help says so.
+    Flags& add(const std::string& name, int& value, int min, int max, const std::string& help);
+    Flags& add(const std::string& name, std::chrono::milliseconds& value,
+               std::chrono::milliseconds min, std::chrono::milliseconds max,
+               const std::string& help);
     Flags& add(const std::string& name, std::string& value, const std::string& help);
-    Flags& add(const std::string& name, std::chrono::milliseconds& value, const std::string& help);
     // A switch: present means true; `--name=false` is accepted too, as --print-config prints it.
     Flags& add(const std::string& name, bool& value, const std::string& help);
     // A string restricted to `choices`.
@@ -47,8 +51,8 @@ public:
 
 private:
     Flags& add_value(const std::string& name, const std::string& help,
-                     std::function<void(const std::string&)> set,
-                     std::function<std::string()> show);
+                     std::function<void(const std::string&)> set, std::function<std::string()> show,
+                     const std::string& range = "");
 
     std::string program_;
     std::unique_ptr<CLI::App> app_;
@@ -69,8 +73,10 @@ struct FlagsExtension {
 void extend_every_program(FlagsExtension extension);
 
 // "30s" -> 30000 ms; units ms, s, m, h; a bare number is seconds and may have a fraction ("0.5").
-// Throws std::invalid_argument with a readable message.
+// Throws std::invalid_argument with a readable message, also for a duration longer than a year
+// (which would overflow further on).
 std::chrono::milliseconds parse_duration(const std::string& text);
 
-// 30000 ms -> "30s", 1500 ms -> "1500ms": the inverse of parse_duration, for messages.
+// 30000 ms -> "30s", 1500 ms -> "1500ms", 3600000 ms -> "1h": the inverse of parse_duration,
+// for messages.
 std::string format_duration(std::chrono::milliseconds value);

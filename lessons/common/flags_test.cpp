@@ -15,7 +15,6 @@ const std::string lesson01 = BIN_DIR "/lesson01";
 
 struct Settings {
     int port = 8080;
-    double share = 0.5;
     std::string db = "host=/tmp port=5432";
     std::chrono::milliseconds timeout = 30s;
     bool keep_alive = false;
@@ -23,10 +22,9 @@ struct Settings {
 };
 
 void declare(Flags& flags, Settings& s) {
-    flags.add("port", s.port, "the port")
-        .add("share", s.share, "a share")
+    flags.add("port", s.port, 0, 65535, "the port")
         .add("db", s.db, "the conninfo")
-        .add("timeout", s.timeout, "how long")
+        .add("timeout", s.timeout, 1ms, 1h, "how long")
         .add("keep-alive", s.keep_alive, "keep connections")
         .add("profile", s.profile, {"platform", "vt"}, "the wiring");
 }
@@ -57,10 +55,9 @@ std::string unquoted(const std::string& line) {
 
 TEST_CASE("flags take --name value and --name=value, and the last one given wins", "[flags]") {
     Settings s;
-    REQUIRE(parse(s, {"--port", "9", "--share=0.25", "--db", "x y", "--timeout", "50ms",
-                      "--keep-alive", "--profile=vt", "--port=10"}) == "");
+    REQUIRE(parse(s, {"--port", "9", "--db", "x y", "--timeout", "50ms", "--keep-alive",
+                      "--profile=vt", "--port=10"}) == "");
     CHECK(s.port == 10);
-    CHECK(s.share == 0.25);
     CHECK(s.db == "x y");
     CHECK(s.timeout == 50ms);
     CHECK(s.keep_alive);
@@ -75,7 +72,14 @@ TEST_CASE("a bad flag is one message that names the flag and what is wrong with 
         {{"--port"}, "--port needs a value"},
         {{"--port", "many"}, "--port: 'many' is not a number"},
         {{"--port", "1.5"}, "--port: '1.5' is not an integer"},
-        {{"--share", "nan"}, "--share: 'nan' is not a number"},
+        {{"--port", "nan"}, "--port: 'nan' is not a number"},
+        {{"--port", "70000"}, "--port: '70000' is not in 0..65535"},
+        {{"--port", "-1"}, "--port: '-1' is not in 0..65535"},
+        {{"--port", "1e30"}, "--port: '1e30' is not in 0..65535"},
+        {{"--timeout", "0"}, "--timeout: '0' is not in 1ms..1h"},
+        {{"--timeout", "2h"}, "--timeout: '2h' is not in 1ms..1h"},
+        {{"--timeout", "99999999999999999999"},
+         "--timeout: '99999999999999999999' is longer than a year"},
         {{"--timeout", "soon"}, "--timeout: 'soon' is not a duration (examples: 500ms, 30s, 2m)"},
         {{"--timeout", "-1s"}, "--timeout: '-1s' is not a duration (examples: 500ms, 30s, 2m)"},
         {{"--timeout", "5 s"}, "--timeout: '5 s' is not a duration (examples: 500ms, 30s, 2m)"},
@@ -105,6 +109,10 @@ TEST_CASE("durations take ms, s, m and h, and a bare number means seconds", "[fl
     CHECK(format_duration(30s) == "30s");
     CHECK(format_duration(1500ms) == "1500ms");
     CHECK(format_duration(0ms) == "0ms");
+    CHECK(format_duration(2min) == "2m");
+    CHECK(format_duration(1h) == "1h");
+    CHECK_THROWS_WITH(parse_duration("366d"), Catch::Contains("not a duration"));
+    CHECK_THROWS_WITH(parse_duration("9000h"), "'9000h' is longer than a year");
 }
 
 TEST_CASE("the help explains every flag with its default", "[flags]") {
@@ -116,9 +124,10 @@ TEST_CASE("the help explains every flag with its default", "[flags]") {
     STEP("--help said:\n" << help);
     CHECK(help.find("A program.") != std::string::npos);
     for (const std::string line :
-         {"--port VALUE", "the port [default: 8080]", "--share VALUE", "a share [default: 0.5]",
-          "the conninfo [default: host=/tmp port=5432]", "how long [default: 30s]", "--keep-alive ",
-          "the wiring (platform|vt) [default: platform]", "--print-config", "--help"})
+         {"--port VALUE", "the port [default: 8080; 0..65535]",
+          "the conninfo [default: host=/tmp port=5432]", "how long [default: 30s; 1ms..1h]",
+          "--keep-alive ", "the wiring (platform|vt) [default: platform]", "--print-config",
+          "--help"})
         CHECK(help.find(line) != std::string::npos);
 }
 
@@ -131,7 +140,7 @@ TEST_CASE("what --print-config prints gives every flag's value in a form that pa
     REQUIRE(flags.try_parse({"--db", "it's here", "--timeout", "1500ms", "--keep-alive"}) == "");
     const std::string config = flags.config();
     STEP("config:\n" << config);
-    CHECK(config == "--port=8080\n--share=0.5\n--db='it'\\''s here'\n--timeout=1500ms\n"
+    CHECK(config == "--port=8080\n--db='it'\\''s here'\n--timeout=1500ms\n"
                     "--keep-alive=true\n--profile=platform\n");
 
     std::vector<std::string> pasted;
@@ -160,8 +169,9 @@ TEST_CASE("an extension adds its flags to every program and hears only of a succ
     static int extra = 0;
     static std::vector<std::string> heard;
     static const bool registered = [] {
-        extend_every_program({[](Flags& flags) { flags.add("extra", extra, "an extension's"); },
-                              [](const std::string& program) { heard.push_back(program); }});
+        extend_every_program(
+            {[](Flags& flags) { flags.add("extra", extra, 0, 100, "an extension's"); },
+             [](const std::string& program) { heard.push_back(program); }});
         return true;
     }();
     REQUIRE(registered);

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,10 +64,13 @@ int main(int argc, char** argv) {
     Flags flags("crowd", "Opens N connections, sends one GET on each at the same moment, and "
                          "reports when the answers came back (and the server's memory).");
     flags.add("url", url, "what every client asks for")
-        .add("connections", connections, "how many clients, each with its own connection")
-        .add("carriers", carriers, "carrier threads for the clients' fibers")
-        .add("server-pid", server_pid, "measure this process's memory (0: don't)")
-        .add("timeout", timeout, "give up on a connect or an answer after this long");
+        .add("connections", connections, 1, 1'000'000,
+             "how many clients, each with its own connection")
+        .add("carriers", carriers, 1, 1024, "carrier threads for the clients' fibers")
+        .add("server-pid", server_pid, 0, std::numeric_limits<int>::max(),
+             "measure this process's memory (0: don't)")
+        .add("timeout", timeout, std::chrono::milliseconds(1), std::chrono::hours(1),
+             "give up on a connect or an answer after this long");
     flags.parse(argc, argv);
     std::string host, path;
     int port = 0;

@@ -12,9 +12,9 @@ int main(int argc, char** argv) {
     int threads = CPPHTTPLIB_THREAD_POOL_COUNT; // the library's default: max(8, cores - 1)
     int keep_alive_requests = 100;              // as the connector's default
     Flags flags("httplib_baseline", "cpp-httplib's own server and thread pool, for comparison.");
-    flags.add("port", port, "TCP port on 127.0.0.1; 0 picks a free one")
-        .add("threads", threads, "worker threads in cpp-httplib's pool")
-        .add("keep-alive-requests", keep_alive_requests, "requests per connection");
+    flags.add("port", port, 0, 65535, "TCP port on 127.0.0.1; 0 picks a free one")
+        .add("threads", threads, 1, 10'000, "worker threads in cpp-httplib's pool")
+        .add("keep-alive-requests", keep_alive_requests, 1, 1'000'000, "requests per connection");
     flags.parse(argc, argv);
 
     httplib::Server server;

@@ -4,10 +4,13 @@
 #include "process.hpp"
 
 #include <arpa/inet.h>
+#include <limits>
 #include <stdexcept>
 #include <sys/resource.h>
 
 namespace {
+
+using namespace std::chrono_literals;
 
 // What is wrong with `url` for our client, or "".
 std::string check_url(const std::string& flag, const std::string& url) {
@@ -30,14 +33,19 @@ std::string check_url(const std::string& flag, const std::string& url) {
 
 void add_spike_flags(Flags& flags, SpikeOptions& options, const std::string& default_probe_out) {
     flags.add("url", options.url, "what every worker asks for (http://IPv4:PORT/path)")
-        .add("workers", options.workers, "workers, each a fiber with its own kept-alive connection")
-        .add("ramp", options.ramp, "worker i starts at ramp * i / workers")
-        .add("hold", options.hold, "after the ramp, keep asking this long; then start no attempt")
-        .add("timeout", options.timeout,
+        .add("workers", options.workers, 1, std::numeric_limits<int>::max(),
+             "workers, each a fiber with its own kept-alive connection (bound in practice by "
+             "the open-file limit, which the spike checks)")
+        .add("ramp", options.ramp, 0ms, 24h,
+             "worker i starts at ramp * i / workers (0: all at once)")
+        .add("hold", options.hold, 1ms, 24h,
+             "after the ramp, keep asking this long; then start no attempt")
+        .add("timeout", options.timeout, 1ms, 24h,
              "an attempt (connect included) not answered within this is recorded as -1")
-        .add("connect-timeout", options.connect_timeout,
+        .add("connect-timeout", options.connect_timeout, 1ms, 24h,
              "a connect not done within this is recorded as -3 (checked before --timeout)")
-        .add("backoff", options.backoff, "after any answer other than 200, wait this long")
+        .add("backoff", options.backoff, 0ms, 1h,
+             "after any answer other than 200, wait this long (0: not at all)")
         .add("out", options.out, "the CSV of attempts: ts,status,latency_ms")
         .add("probe-url", options.probe_url,
              "read http_server_requests_inflight and connector_connections_current from this "
@@ -46,16 +54,11 @@ void add_spike_flags(Flags& flags, SpikeOptions& options, const std::string& def
              "the probe's CSV, with --probe-url: ts,inflight,connections,pool_pending "
              "[default: " +
                  default_probe_out + "]")
-        .add("carriers", options.carriers, "carrier threads running the workers' fibers");
+        .add("carriers", options.carriers, 1, 1024, "carrier threads running the workers' fibers");
 }
 
 std::string check_spike_options(const SpikeOptions& options) {
     if (std::string error = check_url("--url", options.url); !error.empty()) return error;
-    if (options.workers < 1) return "--workers must be at least 1";
-    if (options.hold.count() <= 0) return "--hold must be more than 0";
-    if (options.timeout.count() <= 0) return "--timeout must be more than 0";
-    if (options.connect_timeout.count() <= 0) return "--connect-timeout must be more than 0";
-    if (options.carriers < 1) return "--carriers must be at least 1";
     if (options.out.empty()) return "--out must name a file";
     if (!options.probe_url.empty()) {
         if (std::string error = check_url("--probe-url", options.probe_url); !error.empty())

@@ -742,10 +742,10 @@ TEST_CASE("Ctrl+C stops spike at once with exit status 130 and the attempts in f
 TEST_CASE("a bad flag is one line and exit status 2", "[spike]") {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--wokers", "3"}, "unknown flag '--wokers'"},
-        {{"--workers", "0"}, "--workers must be at least 1"},
+        {{"--workers", "0"}, "--workers: '0' is not in 1..2147483647"},
         {{"--ramp", "soon"}, "--ramp: 'soon' is not a duration"},
-        {{"--hold", "0"}, "--hold must be more than 0"},
-        {{"--timeout", "0"}, "--timeout must be more than 0"},
+        {{"--hold", "0"}, "--hold: '0' is not in 1ms..24h"},
+        {{"--timeout", "0"}, "--timeout: '0' is not in 1ms..24h"},
         {{"--url", "ftp://127.0.0.1/x"}, "--url: 'ftp://127.0.0.1/x' does not start with http://"},
         {{"--url", "http://example.com/x"}, "'example.com' is not an IPv4 address"},
         {{"--probe-out", "p.csv"}, "--probe-out needs --probe-url"},
