@@ -33,13 +33,21 @@ TEST_CASE("lesson02 --bad-blocking-sleep --detect-pinning reports each blocking 
     // nine pins at least (the last sleeper may have nobody behind it), one per sleep.
     CHECK(events.size() >= 9);
     CHECK(events.size() <= 10);
+    // The stack is sampled by a thread of the detector's once a turn passes the threshold; on a
+    // machine busy enough that it gets no CPU before the second is over, an event has none (its
+    // "stack" is empty). Ten chances to miss: every sampled event must show the sleep, and
+    // one must be sampled at least.
+    int sampled = 0;
     for (const auto& event : events) {
+        CHECK(event_number(event, "duration_ms") >= 900);
+        if (event_field(event, "blocked_in").empty()) continue;
+        ++sampled;
         CHECK(event_field(event, "blocked_in").find("sleep") != std::string::npos);
         CHECK(
             event_field(event, "called_from").find("lessons/01-one-thread/benchmark_routes.cpp") !=
             std::string::npos);
-        CHECK(event_number(event, "duration_ms") >= 900);
     }
+    CHECK(sampled >= 1);
 }
 
 TEST_CASE("lesson02 --detect-pinning reports nothing for the fiber-aware sleep",
