@@ -107,8 +107,9 @@ Connector::Connector(HttpApp& app, ConnectorOptions options, Executor executor)
     if (options_.carriers <= 0)
         options_.carriers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     // The response's "Keep-Alive: timeout=..., max=..." header tells clients our real limits.
+    // Whole seconds, rounded up: "timeout=0" would tell a client not to keep the connection.
     app_.set_keep_alive_timeout(
-        std::chrono::duration_cast<std::chrono::seconds>(options_.keep_alive_timeout).count());
+        std::chrono::ceil<std::chrono::seconds>(options_.keep_alive_timeout).count());
     app_.set_keep_alive_max_count(static_cast<std::size_t>(options_.keep_alive_requests));
     app_.set_payload_max_length(0); // no endpoint takes a body: 413 here too, behind the guard
 }
@@ -189,11 +190,13 @@ void Connector::accept_loop(int listen_fd) {
     Reactor::current()->remove(listener);
 }
 
-// Reads the next request's head and checks it against the guard's limits. Returns false when the
-// client went away mid-request; otherwise `refusal` says whether to answer it ourselves.
-bool Connector::read_checked_head(FiberStream& stream, std::optional<Refusal>& refusal) const {
+// Reads the next request's head, before `deadline`, and checks it against the guard's limits.
+// Returns false when the client went away mid-request; otherwise `refusal` says whether to answer
+// it ourselves.
+bool Connector::read_checked_head(FiberStream& stream, Deadline deadline,
+                                  std::optional<Refusal>& refusal) const {
     const GuardLimits& limits = options_.limits;
-    switch (stream.read_head(limits.max_head_bytes, deadline_after(options_.read_timeout))) {
+    switch (stream.read_head(limits.max_head_bytes, deadline)) {
     case FiberStream::Head::closed:
         return false;
     case FiberStream::Head::too_large:
@@ -216,16 +219,21 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
     lease.registry.insert(fd);
     FiberSocket& socket = lease.socket.emplace(fd);
     FiberStream stream(socket, options_.read_timeout, options_.write_timeout);
+    // The first request's head must be in within read_timeout of the accept: a client that
+    // connects and sends nothing gets no keep-alive timeout to idle away.
+    const Deadline first_head_by = deadline_after(options_.read_timeout);
     for (int served = 0; !stopping_;) {
         // A client that pipelines requests would keep this fiber busy without a single wait,
         // starving the other connections on this carrier: give them a turn between requests.
         if (stream.has_buffered_input()) boost::this_fiber::yield();
         // The keep-alive wait: a parked fiber, no thread.
-        if (stream.wait_for_request(deadline_after(options_.keep_alive_timeout)) !=
-            FiberStream::Arrival::request)
-            break;
+        const Deadline next_request_by =
+            served == 0 ? first_head_by : deadline_after(options_.keep_alive_timeout);
+        if (stream.wait_for_request(next_request_by) != FiberStream::Arrival::request) break;
         std::optional<Refusal> refusal;
-        if (!read_checked_head(stream, refusal)) break;
+        const Deadline head_by =
+            served == 0 ? first_head_by : deadline_after(options_.read_timeout);
+        if (!read_checked_head(stream, head_by, refusal)) break;
         if (refusal) {
             refused_[refusal_slot(refusal->status)].fetch_add(1, std::memory_order_relaxed);
             const std::string response = refusal_response(*refusal);
@@ -277,11 +285,15 @@ void Connector::connection_closed() {
 }
 
 bool Connector::stop() {
+    return stop(deadline_after(options_.stop_grace));
+}
+
+bool Connector::stop(Deadline give_up_at) {
     if (carriers_.empty()) return true; // never started, or stopped already
     begin_stop();
     {
         std::unique_lock<std::mutex> lock(drained_mutex_);
-        if (!drained_.wait_for(lock, options_.stop_grace, [this] { return open_.load() == 0; }))
+        if (!drained_.wait_until(lock, give_up_at, [this] { return open_.load() == 0; }))
             return false;
     }
     join_carriers();
@@ -324,17 +336,19 @@ void run_until_shutdown(Connector& connector, const std::string& program,
     }
     announce_listening(connector.options().host, connector.port());
     wait_for_shutdown_signal();
-    // The application first: the companions (the management port) keep answering while it
-    // drains. Each gets its own grace; one that gives up ends the process.
+    // Every port stops at once, and all of them within the application's one grace period.
     std::vector<Connector*> all{&connector};
     all.insert(all.end(), companions.begin(), companions.end());
+    for (Connector* each : all)
+        each->begin_stop();
+    const Deadline give_up_at = deadline_after(connector.options().stop_grace);
     for (Connector* each : all) {
-        if (each->stop()) continue;
+        if (each->stop(give_up_at)) continue;
         std::fprintf(stderr,
                      "%s: %d connections on port %d still busy after %lld ms; exiting without "
                      "them\n",
                      program.c_str(), each->open_connections(), each->port(),
-                     static_cast<long long>(each->options().stop_grace.count()));
+                     static_cast<long long>(connector.options().stop_grace.count()));
         std::fflush(nullptr);
         std::_Exit(0);
     }

@@ -13,7 +13,8 @@
 //    their SYNs and the clients retry. The server never holds more sockets than this.
 //  * keep_alive_timeout: an idle connection with no next request within it is closed.
 //  * read_timeout: a request head that does not arrive completely within it is answered
-//    408 and closed, so half-sent requests cannot hold connections forever.
+//    408 and closed, so half-sent requests cannot hold connections forever. For a connection's
+//    first request it counts from the accept: a client that sends nothing is closed after it.
 //  * write_timeout: a client that takes none of its response for this long is disconnected.
 //  * keep_alive_requests: after this many requests the response says "Connection: close",
 //    and the connection ends politely: requests the client pipelined behind it are drained
@@ -24,6 +25,7 @@
 
 #include "carrier.hpp"
 #include "http_app.hpp"
+#include "reactor.hpp"
 #include "request_guard.hpp"
 
 #include <array>
@@ -100,16 +102,21 @@ public:
     // the caller should end the process without waiting for them (or call stop() again, which
     // waits another stop_grace). Call it from one thread at a time.
     bool stop();
+    // The same, giving up at `give_up_at` instead of after stop_grace.
+    bool stop(Deadline give_up_at);
+    // The first half of stop(), which returns at once: stops accepting and closes idle
+    // connections. For stopping several connectors together (run_until_shutdown).
+    void begin_stop();
 
 private:
     struct ConnectionLease;
 
     void accept_loop(int listen_fd);
     void serve_connection(int fd, std::size_t carrier);
-    bool read_checked_head(FiberStream& stream, std::optional<Refusal>& refusal) const;
+    bool read_checked_head(FiberStream& stream, Deadline deadline,
+                           std::optional<Refusal>& refusal) const;
     void connection_closed();
     static std::size_t refusal_slot(int status);
-    void begin_stop();
     void join_carriers();
 
     HttpApp& app_;
@@ -137,8 +144,8 @@ private:
 };
 
 // Starts the connector (or prints why it cannot and exits 1), prints "listening on ...", waits
-// for SIGINT or SIGTERM, stops the connector, then each of `companions` (started by the caller:
-// the management port), and returns. Requests still running after a connector's grace period
-// are abandoned: the process exits 0 without waiting for them.
+// for SIGINT or SIGTERM, stops the connector and `companions` (started by the caller: the
+// management port) together, and returns. Requests still running after the connector's grace
+// period are abandoned: the process exits 0 without waiting for them.
 void run_until_shutdown(Connector& connector, const std::string& program,
                         const std::vector<Connector*>& companions = {});

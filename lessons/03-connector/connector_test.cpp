@@ -153,6 +153,33 @@ TEST_CASE("an idle kept-alive connection is closed after the keep-alive timeout"
     CHECK(eventually([&] { return server.connector->open_connections() == 0; }));
 }
 
+TEST_CASE("a connection that never sends its first request is closed after the read timeout",
+          "[lesson03][connector]") {
+    // As Go's ReadHeaderTimeout: the first request's head must be in within read_timeout of the
+    // accept. The keep-alive timeout is for the wait between requests, and a client that sends
+    // nothing at all must not hold a connection for that long.
+    ConnectorOptions options;
+    options.read_timeout = 300ms;
+    options.keep_alive_timeout = 60s;
+    TestServer server(options);
+    RawConnection silent(server.port());
+    STEP("connected, sent nothing; read timeout 300 ms, keep-alive timeout 60 s");
+    CHECK(silent.closed_by_peer(20s));
+    CHECK(eventually([&] { return server.connector->open_connections() == 0; }));
+}
+
+TEST_CASE("the Keep-Alive header never promises less than the keep-alive timeout",
+          "[lesson03][connector]") {
+    ConnectorOptions options;
+    options.keep_alive_timeout = 999ms; // "timeout=0" would tell clients not to keep it at all
+    TestServer server(options);
+    RawConnection client(server.port());
+    REQUIRE(client.send(get_request("/hello")));
+    const std::string response = client.receive_response(5s);
+    STEP("keep-alive timeout 999 ms; answered: " << response.substr(0, response.find("\r\n\r\n")));
+    CHECK(response.find("Keep-Alive: timeout=1, max=100") != std::string::npos);
+}
+
 TEST_CASE("clients that vanish mid-request or mid-handler leave nothing behind",
           "[lesson03][connector]") {
     TestServer server;

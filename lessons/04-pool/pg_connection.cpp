@@ -2,8 +2,12 @@
 
 #include "fiber_io.hpp"
 
+#include <arpa/inet.h>
+#include <cstdlib>
+#include <cstring>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <sstream>
 
 namespace {
 
@@ -29,6 +33,40 @@ std::string field(const PGresult* result, int code) {
     return text == nullptr ? "" : text;
 }
 
+// The first host in `conninfo` (or libpq's environment) that libpq would have to look up by
+// name, with a blocking getaddrinfo() inside PQconnectPoll; "" when every host is an address or
+// a socket directory, or when hostaddr gives the addresses.
+std::string host_needing_lookup(const std::string& conninfo) {
+    char* error = nullptr;
+    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+    if (options == nullptr) { // a syntax error: PQconnectStart reports it in its own words
+        PQfreemem(error);
+        return "";
+    }
+    std::string hosts, hostaddrs;
+    for (const PQconninfoOption* option = options; option->keyword != nullptr; ++option) {
+        if (option->val == nullptr) continue;
+        if (std::strcmp(option->keyword, "host") == 0) hosts = option->val;
+        if (std::strcmp(option->keyword, "hostaddr") == 0) hostaddrs = option->val;
+    }
+    PQconninfoFree(options);
+    const char* env_host = std::getenv("PGHOST");
+    const char* env_hostaddr = std::getenv("PGHOSTADDR");
+    if (hosts.empty() && env_host != nullptr) hosts = env_host;
+    if (hostaddrs.empty() && env_hostaddr != nullptr) hostaddrs = env_hostaddr;
+    if (!hostaddrs.empty()) return "";
+    std::stringstream list(hosts);
+    for (std::string host; std::getline(list, host, ',');) {
+        in6_addr address;
+        if (host.empty() || host[0] == '/' || host[0] == '@' ||
+            ::inet_pton(AF_INET, host.c_str(), &address) == 1 ||
+            ::inet_pton(AF_INET6, host.c_str(), &address) == 1)
+            continue;
+        return host;
+    }
+    return "";
+}
+
 // libpq prints server notices (and the FATAL a dying server sends to an idle session) to
 // stderr by default. A pool replaces such connections quietly, so we drop them.
 void ignore_notice(void*, const PGresult*) {
@@ -48,6 +86,12 @@ std::string PgResult::value(int row, int column) const {
 }
 
 PgConnection::PgConnection(const std::string& conninfo, std::chrono::milliseconds timeout) {
+    if (const std::string name = host_needing_lookup(conninfo); !name.empty())
+        throw PgError("cannot connect to PostgreSQL: host '" + name +
+                          "' is a name, not an address: libpq would look it up with a blocking "
+                          "call that holds the carrier; give its address (host=127.0.0.1) or add "
+                          "hostaddr=",
+                      "", true);
     const Deadline deadline = deadline_after(timeout);
     conn_ = PQconnectStart(conninfo.c_str());
     if (conn_ == nullptr) throw std::bad_alloc();

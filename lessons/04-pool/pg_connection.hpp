@@ -15,7 +15,8 @@
 //  * PQcancel: it opens a second connection with blocking calls. A query that overruns its
 //    timeout is abandoned with its connection (the server notices when it next writes).
 //  * Host names that need DNS: PQconnectPoll resolves them with a blocking getaddrinfo().
-//    Use an address (host=127.0.0.1), as pg-cluster's connection strings do.
+//    The constructor refuses them: use an address (host=127.0.0.1), as pg-cluster's connection
+//    strings do, or give hostaddr=.
 #pragma once
 
 #include <chrono>

@@ -138,6 +138,34 @@ TEST_CASE("a refused connection fails at once with one line saying why", "[lesso
     CHECK(seconds_since(start) < 4.0);
 }
 
+TEST_CASE("a host name that needs a DNS lookup is refused before libpq blocks on it",
+          "[lesson04][pg]") {
+    // libpq resolves names inside PQconnectPoll with a blocking getaddrinfo(): a slow resolver
+    // would hold the carrier, every fiber on it waiting (10 s, when a reviewer tried one).
+    for (const std::string conninfo :
+         {"host=pgtest.example port=5432", "host=127.0.0.1,db.example", "host=localhost"}) {
+        try {
+            PgConnection connection(conninfo, 5s);
+            FAIL("connected to " << conninfo);
+        } catch (const PgError& e) {
+            const std::string message = e.what();
+            STEP(conninfo << ": " << message);
+            CHECK(message.rfind("cannot connect to PostgreSQL: host '", 0) == 0);
+            CHECK(message.find("' is a name, not an address:") != std::string::npos);
+        }
+    }
+    for (const std::string fine :
+         {"host=127.0.0.1 port=1", "host=::1 port=1", "host=/nonexistent port=1",
+          "hostaddr=127.0.0.1 port=1", "host=db.example hostaddr=127.0.0.1 port=1"}) {
+        try {
+            PgConnection connection(fine, 5s);
+        } catch (const PgError& e) {
+            STEP(fine << ": " << e.what());
+            CHECK(std::string(e.what()).find("is a name, not an address") == std::string::npos);
+        }
+    }
+}
+
 TEST_CASE("a server that never answers the handshake times out the connect", "[lesson04][pg]") {
     SilentServer silent;
     const auto start = Clock::now();

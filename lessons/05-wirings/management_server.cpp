@@ -3,6 +3,7 @@
 #include "pg_connection.hpp"
 #include "request_metrics.hpp"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -18,17 +19,17 @@ ConnectorOptions management_options(const std::string& host, int port) {
     // Its own thread: a carrier of the application's, pinned or swamped, cannot delay it.
     options.carriers = 1;
     options.carrier_name = "management";
-    // A few scrapers and operators at once; beyond it, the kernel's accept queue holds the rest
-    // until a connection closes (at the latest after the read or keep-alive timeout below).
-    options.max_connections = 64;
-    options.accept_count = 64;
+    // Any cap can be filled by a client that keeps opening connections; the timeouts below decide
+    // how dear that is. Each connection must send a request within 2 s of the last (or of its
+    // accept), so holding all 1,024 takes 500 new connections or requests a second. A parked
+    // connection costs ~13 KiB; beyond the cap, the kernel's accept queue holds new ones.
+    options.max_connections = 1024;
+    options.accept_count = 128;
     // A whole request head within 2 s, or 408 and closed: a slow client cannot hold a connection
     // for longer, however regularly it sends.
     options.read_timeout = 2s;
     options.write_timeout = 2s;
-    options.keep_alive_timeout = 5s;
-    // /health may be waiting for the database (2 s at most): a stop lets it finish, no longer.
-    options.stop_grace = 3s;
+    options.keep_alive_timeout = 2s;
     return options;
 }
 
@@ -41,7 +42,7 @@ ManagementServer::ManagementServer(const std::string& host, int port, DatabaseCh
     });
     app_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         std::string why;
-        const bool database_up = !database_ || database_(why);
+        const bool database_up = database_up_now(why);
         // The app answers: it is up. The whole is up only when the database is too.
         nlohmann::ordered_json health = {{"status", database_up ? "UP" : "DOWN"},
                                          {"app", "UP"},
@@ -50,6 +51,27 @@ ManagementServer::ManagementServer(const std::string& host, int port, DatabaseCh
         res.status = database_up ? 200 : 503;
         res.set_content(health.dump() + "\n", "application/json");
     });
+}
+
+bool ManagementServer::database_up_now(std::string& why) {
+    if (!database_) return true;
+    // Only this server's one carrier runs here, so plain members are safe: fibers on one thread
+    // switch only where they wait.
+    if (check_in_progress_.valid()) {
+        // A check is running: its answer is ours too, instead of a connection of our own.
+        const auto running = check_in_progress_; // the member is reset when the check ends
+        const DatabaseHealth health = running.get();
+        why = health.why;
+        return health.up;
+    }
+    boost::fibers::promise<DatabaseHealth> answer;
+    check_in_progress_ = answer.get_future().share();
+    DatabaseHealth health;
+    health.up = database_(health.why);
+    answer.set_value(health);
+    check_in_progress_ = boost::fibers::shared_future<DatabaseHealth>();
+    why = health.why;
+    return health.up;
 }
 
 void ManagementServer::add_metrics(Collector collector) {
@@ -72,6 +94,8 @@ std::string ManagementServer::metrics() const {
     MetricsText text;
     for (const auto& collect : collectors_)
         collect(text);
+    text.gauge("management_connections_current", "Open connections to the management port.",
+               connector_.open_connections());
     collect_refusals(connector_, "management_refusals_total",
                      "Requests the management port refused itself (malformed, too slow, with a "
                      "body), by status and reason.",
@@ -86,7 +110,12 @@ ManagementServer::DatabaseCheck ping_database(std::string conninfo,
             PgConnection probe(conninfo, timeout); // closed again at once
             return true;
         } catch (const PgError& e) {
-            why = e.what();
+            // /health answers anyone who can reach the port: it says what kind of failure, and
+            // the server's log says the rest (libpq's words name hosts, roles and databases).
+            std::fprintf(stderr, "health check: %s\n", e.what());
+            why = std::string(e.what()).find("no answer within") != std::string::npos
+                      ? "no answer from the server"
+                      : "the server refused or dropped the connection";
             return false;
         }
     };

@@ -7,19 +7,21 @@
 //   GET /health   200 {"status":"UP","app":"UP","database":"UP"}, or 503 with "DOWN" and why
 //                 ("database_error"). The database check opens a connection of its own
 //                 (ping_database), never one from the pool: a pool with 2,000 borrowers waiting
-//                 would make the health check wait 10 s too.
+//                 would make the health check wait 10 s too. One check at a time: /health
+//                 requests that arrive while one runs share its answer.
 //   GET /metrics  Prometheus text (metrics_text.hpp) from every collector added with
 //                 add_metrics: each reads atomic counters, so it never waits for a lock.
 //
 // Being a connector, it holds against clients as the application's port does: a request head
 // must arrive whole within 2 s (a client trickling bytes gets 408, however regularly it sends),
-// bodies are refused with 413 before a byte of them is read, and a stop ends within its grace
-// whatever a client is doing. Its limits are in management_server.cpp.
+// bodies are refused with 413 before a byte of them is read, and a stop ends within the
+// application's grace whatever a client is doing. Its limits are in management_server.cpp.
 #pragma once
 
 #include "connector.hpp"
 #include "metrics_text.hpp"
 
+#include <boost/fiber/future.hpp>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -49,12 +51,20 @@ public:
     // The /metrics body, as served.
     std::string metrics() const;
 
-    // For run_until_shutdown, which stops it after the application's connector, and for the
-    // refusals it counts.
+    // For run_until_shutdown, which stops it together with the application's connector.
     Connector& connector() { return connector_; }
 
 private:
+    struct DatabaseHealth {
+        bool up = false;
+        std::string why;
+    };
+    // Runs database_, or waits for the check another /health started: one check at a time, so
+    // a crowd of monitors costs one database connection, not one each.
+    bool database_up_now(std::string& why);
+
     DatabaseCheck database_;
+    boost::fibers::shared_future<DatabaseHealth> check_in_progress_; // valid() while one runs
     std::vector<Collector> collectors_;
     HttpApp app_;
     Connector connector_; // last: stopped and destroyed before what its fibers use
