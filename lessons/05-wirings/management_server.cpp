@@ -67,7 +67,12 @@ bool ManagementServer::database_up_now(std::string& why) {
     boost::fibers::promise<DatabaseHealth> answer;
     check_in_progress_ = answer.get_future().share();
     DatabaseHealth health;
-    health.up = database_(health.why);
+    try {
+        health.up = database_(health.why);
+    } catch (const std::exception& e) { // never leave the others waiting on a broken promise
+        std::fprintf(stderr, "health check: %s\n", e.what());
+        health = {false, "the check failed"};
+    }
     answer.set_value(health);
     check_in_progress_ = boost::fibers::shared_future<DatabaseHealth>();
     why = health.why;
