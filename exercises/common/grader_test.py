@@ -156,15 +156,23 @@ class GraderTest(unittest.TestCase):
         self.assertIn(f"`Score: {total}/{total}`", readme, f"{name}: README must quote the total")
         self.assertIn(f"exercises/grade {name[:2]}", readme)
 
-        # The stub: TODOs in the student's files; the solution has the same files, none of them
-        # with a TODO, and the same fenced declarations.
+        # The stub: TODOs in the student's files. The solution holds the files it changes, under
+        # the same names, none with a TODO, with the same fenced declarations; a file it leaves
+        # as it is stays the stub's alone (a header without a TODO, not a copy).
         files = student_files(exercise)
         self.assertTrue(files, name)
         self.assertTrue(any(f"TODO(ex{number})" in (exercise / f).read_text() for f in files),
                         f"{name}: the stub must say TODO(ex{number}) where the work is")
         solution = SOLUTIONS / name
-        self.assertEqual(student_files(solution), files, f"{name}: solution file names")
+        self.assertLessEqual(set(student_files(solution)), set(files), f"{name}: solution files")
         for f in files:
+            if not (solution / f).exists():
+                self.assertTrue(f.endswith(".hpp") and "TODO(ex" not in (exercise / f).read_text(),
+                                f"solutions/{name} needs its own {f}")
+                continue
+            self.assertFalse((solution / f).read_bytes() == (exercise / f).read_bytes(),
+                             f"solutions/{name}/{f} is the stub's: delete it (the build uses "
+                             f"the stub's file when the solution has none)")
             self.assertNotIn("TODO(ex", (solution / f).read_text(), f"solutions/{name}/{f}")
             self.assertEqual(fenced(solution / f), fenced(exercise / f),
                              f"{name}/{f}: the fenced part differs between stub and solution")
