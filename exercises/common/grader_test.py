@@ -3,13 +3,14 @@
 
     /usr/bin/python3 exercises/common/grader_test.py GraderTest.test_every_stub_test_fails
 
-- every solution gets full marks from exercises/grade;
-- every graded test fails against its untouched stub (none passes vacuously), cleanly, each
-  telling its story;
+- the workflow's grade step gives every solution full marks, and so does its result.json;
+- every graded test fails against its untouched stub (none passes vacuously), graded end to end
+  by Classroom 50's autograder.py, whose result.json says so test by test;
 - the stubs compile without warnings (-Wall -Wextra -Wpedantic -Werror);
 - every exercise folder is complete: README tasks and their core/stretch marks, hints, TODOs,
   CTest labels, solution files, fences;
-- --summary of a class; the grader survives stubs that crash, hang or do not compile.
+- --summary of a class; the grader survives stubs that crash, hang or do not compile;
+- the workflows use only actions that run on Node 24, and none of GitHub Classroom's.
 
 Standard library only.
 """
@@ -28,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 GRADE = REPO / "exercises" / "grade"
+AUTOGRADER = REPO / "exercises" / "classroom50" / "autograder.py"
+WORKFLOWS = REPO / ".github" / "workflows"
 ROOT = REPO / "exercises"
 SOLUTIONS = REPO / "solutions"
 BUILD = Path(os.environ.get("BUILD") or REPO / "build").resolve()
@@ -36,8 +39,26 @@ EXERCISES = sorted(p for p in ROOT.iterdir()
                    if p.is_dir() and re.match(r"^\d\d-", p.name) and (p / "CMakeLists.txt").exists())
 NOT_STUDENT_FILES = {"README.md", "HINTS.md", "CMakeLists.txt"}
 
+# What Classroom 50's runner sets for autograder.py (made up: the runner is not run here).
+CLASSROOM50_ENV = {
+    "CLASSROOM": "fibers-fall", "ASSIGNMENT": "all-exercises",
+    "SUBMISSION_TAG": "submit/2026-12-04T10-00-00Z-a1b2c3d",
+    "COMMIT_URL": "https://github.com/org/fibers-fall-all-exercises-alice/commit/a1b2c3d",
+    "RELEASE_URL": "https://github.com/org/fibers-fall-all-exercises-alice/releases/tag/submit%2F1",
+}
+
+# The first major version of each action that runs on Node 24 (from each action's release notes
+# and action.yml: checkout 5.0.0, upload-artifact 6.0.0, download-artifact 7.0.0); every older
+# major runs on Node 20, which GitHub's runners dropped on 2026-09-16. An action not listed
+# fails the check until someone reads its action.yml and adds it.
+NODE24_MAJORS = {"actions/checkout": 5, "actions/upload-artifact": 6,
+                 "actions/download-artifact": 7}
+# GitHub Classroom's own actions, retired with it on 2026-08-28 (and Node 20 besides).
+RETIRED = ("classroom-resources/",)
+
+
 def load(name, path):
-    """A script as a module (the grader has no .py name)."""
+    """A script as a module (the grader and the autograder have no .py name or no package)."""
     loader = importlib.machinery.SourceFileLoader(name, str(path))
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
     loader.exec_module(module)
@@ -57,6 +78,62 @@ def grade(*args, build=BUILD):
         code, output = run([str(GRADE), *args, "--json", str(results)], env={"BUILD": str(build)})
         report = json.loads(results.read_text()) if results.exists() else None
     return code, output, report
+
+
+def checkout_in(folder, *parts):
+    """A folder that looks like a checkout of this repository (cwd for the workflow's steps
+    and for autograder.py): links to the parts named, so nothing is written in the sources."""
+    for part in parts:
+        (folder / part).symlink_to(REPO / part)
+    return folder
+
+
+def workflow_step(workflow, name):
+    """The `run: |` script of the workflow's step with this name."""
+    match = re.search(rf"(?m)^(\s*)- name: {re.escape(name)}\n(?:\1  (?!run:).*\n)*"
+                      rf"\1  run: \|\n((?:\1    .*\n|\s*\n)+)", workflow)
+    if not match:
+        raise AssertionError(f"no step '{name}' with a run: | script")
+    return "\n".join(line[len(match.group(1)) + 4:] for line in match.group(2).splitlines())
+
+
+def classroom50_problems(result, env):
+    """What Classroom 50 would refuse in a result.json, as its wiki page "Advanced Autograding"
+    documents the contract and its runner.py's validate_result checks it; [] when nothing."""
+    problems = []
+
+    def count(value):
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    if result.get("schema") != "classroom50/result/v1":
+        problems.append(f"schema {result.get('schema')!r}")
+    for field, variable in (("classroom", "CLASSROOM"), ("assignment", "ASSIGNMENT"),
+                            ("submission", "SUBMISSION_TAG"), ("commit", "COMMIT_URL"),
+                            ("release", "RELEASE_URL")):
+        if result.get(field) != env[variable]:
+            problems.append(f"{field} {result.get(field)!r} is not ${variable}")
+    if not str(result.get("submission", "")).startswith("submit/"):
+        problems.append("submission is not a submit/* tag")
+    for field in ("review", "datetime"):
+        if not isinstance(result.get(field), str) or not result[field]:
+            problems.append(f"{field} is not a non-empty string")
+    if not (count(result.get("score")) and count(result.get("max-score"))
+            and result["score"] <= result["max-score"]):
+        problems.append(f"score {result.get('score')!r} / max-score {result.get('max-score')!r}")
+    tests = result.get("tests")
+    if not isinstance(tests, list):
+        return problems + ["tests is not a list"]
+    for i, t in enumerate(tests):
+        if not (isinstance(t, dict) and isinstance(t.get("test-name"), str) and t["test-name"]
+                and isinstance(t.get("passed"), bool) and count(t.get("score"))
+                and count(t.get("max-score")) and t["score"] <= t["max-score"]):
+            problems.append(f"tests[{i}] {t!r}")
+    if len({t.get("test-name") for t in tests}) != len(tests):
+        problems.append("two tests with one name")
+    if problems == [] and (sum(t["score"] for t in tests) != result["score"]
+                           or sum(t["max-score"] for t in tests) != result["max-score"]):
+        problems.append("score and max-score are not the sums of the tests'")
+    return problems
 
 
 def student_files(folder):
@@ -92,19 +169,48 @@ class GraderTest(unittest.TestCase):
     maxDiff = None
 
     def test_solutions_get_full_marks(self):
-        code, output, report = grade("--solutions")
-        self.assertEqual(code, 0, output)
+        """The workflow's own grade step, run here: in a repository with solutions/ it grades
+        them. Then the same results as Classroom 50's result.json."""
+        workflow = (WORKFLOWS / "grade.yml").read_text()
+        with tempfile.TemporaryDirectory() as scratch:
+            checkout = checkout_in(Path(scratch), "exercises", "lessons", "solutions")
+            summary = checkout / "step-summary.md"
+            # As GitHub runs a step's script in bash (shell: bash).
+            script = workflow_step(workflow, "Grade")
+            code, output = run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                               cwd=checkout, env={"BUILD": str(BUILD),
+                                                  "GITHUB_STEP_SUMMARY": str(summary)})
+            self.assertEqual(code, 0, output)
+            report = json.loads((checkout / "grade-results.json").read_text())
+            table = summary.read_text()
         self.assertTrue(report["full_marks"], output)
         self.assertEqual(report["graded"], "solutions")
         self.assertEqual([e["name"] for e in report["exercises"]], [e.name for e in EXERCISES])
         for exercise in report["exercises"]:
             for test in exercise["tests"]:
                 self.assertEqual(test["verdict"], "pass", f"{exercise['name']}: {test['name']}")
-        self.assertRegex(output, rf"Score: {report['total']}/{report['total']}\n")
+        total = report["total"]
+        self.assertRegex(output, rf"Score: {total}/{total}\n")
+        self.assertIn(f"**Score: {total}/{total}**", table)
+        self.assertEqual(len(re.findall(r"(?m)^\| \d\d-\S+ \| (\d+)/\1 \|", table)),
+                         len(EXERCISES), table)
+
+        result = load("autograder", AUTOGRADER).to_result(report, CLASSROOM50_ENV)
+        self.assertEqual(classroom50_problems(result, CLASSROOM50_ENV), [])
+        self.assertEqual((result["score"], result["max-score"]), (total, total))
+        self.assertTrue(all(t["passed"] and t["score"] == t["max-score"] > 0
+                            for t in result["tests"]))
 
     def test_every_stub_test_fails(self):
-        code, output, report = grade()
-        self.assertEqual(code, 1, output)
+        """The untouched stubs, graded by Classroom 50's autograder.py end to end (as its
+        runner would run it, in a checkout, with its variables): every test fails, cleanly."""
+        with tempfile.TemporaryDirectory() as scratch:
+            checkout = checkout_in(Path(scratch), "exercises", "lessons")
+            code, output = run(["/usr/bin/python3", str(AUTOGRADER)], cwd=checkout,
+                               env={"BUILD": str(BUILD), **CLASSROOM50_ENV})
+            self.assertEqual(code, 0, output)
+            report = json.loads((checkout / "grade-results.json").read_text())
+            result = json.loads((checkout / "result.json").read_text())
         self.assertEqual(report["score"], 0, output)
         for exercise in report["exercises"]:
             name = exercise["name"]
@@ -115,8 +221,8 @@ class GraderTest(unittest.TestCase):
                 self.assertEqual(test["verdict"], "fail",
                                  f"{name}: '{test['name']}' must fail against the stub, cleanly")
                 self.assertTrue(test["story"] and Path(test["transcript"]).exists(), test)
-            # The student is told where to start.
-            self.assertIn(f"next: task 1 in exercises/{name}/README.md;", output)
+            # The student is told where to start (the path as seen from the checkout).
+            self.assertRegex(output, rf"next: task 1 in \S*exercises/{name}/README.md;")
         # Each way a test tells its failure shows among the stubs' (the story of a crash, a
         # hang and a build that fails: test_grader_survives_broken_stubs), with its headline.
         failed = {t["kind"]: t for e in report["exercises"] for t in e["tests"]}
@@ -136,6 +242,11 @@ class GraderTest(unittest.TestCase):
         self.assertIn("watchdog: the carrier thread 'test-carrier' has been blocked for", story)
         self.assertIn("A std:: primitive", story)
 
+        self.assertEqual(classroom50_problems(result, CLASSROOM50_ENV), [])
+        self.assertEqual(len(result["tests"]), sum(len(e["tests"]) for e in report["exercises"]))
+        self.assertEqual((result["score"], result["max-score"]), (0, report["total"]))
+        self.assertTrue(all(not t["passed"] and t["score"] == 0 < t["max-score"]
+                            for t in result["tests"]))
         # The student's failing tests are not the project's: `ctest` in the build runs none.
         code, listing = run(["ctest", "--test-dir", str(BUILD), "-N"])
         self.assertEqual(code, 0, listing)
@@ -349,6 +460,64 @@ class GraderTest(unittest.TestCase):
         code, output, _ = grade("--root", str(fixture_root), "91")  # BUILD is for exercises/
         self.assertEqual(code, 2)
         self.assertIn("use another build folder", output)
+
+    def test_workflows_run_on_node_24(self):
+        """Every workflow uses only actions that run on Node 24, none of GitHub Classroom's;
+        grade.yml grades on Debian 12 and keeps its results even when the grade step fails."""
+        workflows = sorted(WORKFLOWS.glob("*.y*ml"))
+        self.assertIn(WORKFLOWS / "grade.yml", workflows)
+        self.assertNotIn(WORKFLOWS / "classroom.yml", workflows, "GitHub Classroom is retired")
+        for workflow in workflows:
+            for action in re.findall(r"(?m)^\s*(?:- )?uses:\s*(\S+)", workflow.read_text()):
+                with self.subTest(workflow=workflow.name, action=action):
+                    self.assertFalse(action.startswith(RETIRED), "GitHub Classroom's, retired")
+                    name, _, version = action.partition("@")
+                    major = re.fullmatch(r"v(\d+)(?:\.\d+)*", version)
+                    self.assertIn(name, NODE24_MAJORS, "not known to run on Node 24")
+                    self.assertTrue(major and int(major.group(1)) >= NODE24_MAJORS[name],
+                                    f"{name} runs on Node 24 from v{NODE24_MAJORS[name]} on")
+        grade_yml = (WORKFLOWS / "grade.yml").read_text()
+        self.assertRegex(grade_yml, r"(?m)^    container: debian:12$")
+        self.assertIn("exercises/grade", workflow_step(grade_yml, "Grade"))
+        self.assertRegex(grade_yml, r"- name: Keep the results\n\s+if: always\(\)\n"
+                                    r"\s+uses: actions/upload-artifact@\S+\n\s+with:\n"
+                                    r"\s+name: grade-results\n\s+path: grade-results.json\n")
+        self.assertTrue((REPO / "lessons" / "tools" / "setup").exists())
+
+        # autograder.py: its exercise per assignment, the course's tests over the student's,
+        # per-test partial credit, and one line and exit status 1 when it cannot grade.
+        autograder = load("autograder", AUTOGRADER)
+        self.assertEqual([autograder.exercise_of(s) for s in
+                          ("07", "07-reactor", "11-bound-the-downstream", "fibers", "2026-labs")],
+                         ["07", "07", "11", None, None])
+        with tempfile.TemporaryDirectory() as scratch:
+            bundle, checkout = Path(scratch) / "bundle", Path(scratch) / "checkout"
+            (bundle / "tests" / "04-spike-report").mkdir(parents=True)
+            (bundle / "tests" / "04-spike-report" / "spike_report_test.cpp").write_text("course")
+            (checkout / "exercises" / "04-spike-report" / "tests").mkdir(parents=True)
+            (checkout / "exercises" / "04-spike-report" / "tests" / "edited.cpp").write_text("x")
+            self.assertEqual(autograder.use_course_tests(bundle, checkout), ["04-spike-report"])
+            self.assertEqual(sorted(p.name for p in (checkout / "exercises" / "04-spike-report"
+                                                     / "tests").iterdir()),
+                             ["spike_report_test.cpp"])
+            code, output = run(["/usr/bin/python3", str(AUTOGRADER)], cwd=checkout,
+                               env={**{k: "" for k in CLASSROOM50_ENV}, "CLASSROOM": "c"})
+            self.assertEqual(code, 1)
+            self.assertRegex(output, r"^::error::autograder.py: ASSIGNMENT, SUBMISSION_TAG, "
+                                     r"COMMIT_URL, RELEASE_URL not set")
+        half = {"graded": "exercises", "exercises": [{"name": "04-spike-report", "tests": [
+            {"name": "a", "points": 2, "verdict": "pass"},
+            {"name": "b", "points": 1, "verdict": "crash"}]}]}
+        result = autograder.to_result(half, CLASSROOM50_ENV)
+        self.assertEqual(classroom50_problems(result, CLASSROOM50_ENV), [])
+        self.assertEqual((result["score"], result["max-score"]), (2, 3))
+        self.assertEqual([(t["test-name"], t["passed"], t["score"], t["max-score"])
+                          for t in result["tests"]],
+                         [("04-spike-report: a", True, 2, 2), ("04-spike-report: b", False, 0, 1)])
+        # The check itself: it refuses what Classroom 50 refuses.
+        for broken in ({**result, "schema": "v1"}, {**result, "score": 3},
+                       {**result, "tests": [{**result["tests"][0], "passed": 1}]}):
+            self.assertNotEqual(classroom50_problems(broken, CLASSROOM50_ENV), [])
 
 
 def write_if_changed(path, text):
