@@ -3,15 +3,20 @@
 
     /usr/bin/python3 exercises/common/grader_test.py GraderTest.test_every_stub_test_fails
 
-- every solution gets full marks from exercises/grade;
-- every graded test case fails against its untouched stub (so none passes vacuously);
+- the workflow's grade step gives every solution full marks, and so does its result.json;
+- every graded test fails against its untouched stub (none passes vacuously), graded end to end
+  by Classroom 50's autograder.py, whose result.json says so test by test;
 - the stubs compile without warnings (-Wall -Wextra -Wpedantic -Werror);
-- every exercise folder is complete: README tasks, hints, TODOs, tags, solution files, fences;
-- the grader survives stubs that crash, hang or do not compile, grading the rest.
+- every exercise folder is complete: README tasks and their core/stretch marks, hints, TODOs,
+  CTest labels, solution files, fences;
+- --summary of a class; the grader survives stubs that crash, hang or do not compile;
+- the workflows use only actions that run on Node 24, and none of GitHub Classroom's.
 
 Standard library only.
 """
 import csv
+import importlib.machinery
+import importlib.util
 import json
 import os
 import re
@@ -24,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 GRADE = REPO / "exercises" / "grade"
+AUTOGRADER = REPO / "exercises" / "classroom50" / "autograder.py"
+WORKFLOWS = REPO / ".github" / "workflows"
 ROOT = REPO / "exercises"
 SOLUTIONS = REPO / "solutions"
 BUILD = Path(os.environ.get("BUILD") or REPO / "build").resolve()
@@ -32,17 +39,101 @@ EXERCISES = sorted(p for p in ROOT.iterdir()
                    if p.is_dir() and re.match(r"^\d\d-", p.name) and (p / "CMakeLists.txt").exists())
 NOT_STUDENT_FILES = {"README.md", "HINTS.md", "CMakeLists.txt"}
 
+# What Classroom 50's runner sets for autograder.py (made up: the runner is not run here).
+CLASSROOM50_ENV = {
+    "CLASSROOM": "fibers-fall", "ASSIGNMENT": "all-exercises",
+    "SUBMISSION_TAG": "submit/2026-12-04T10-00-00Z-a1b2c3d",
+    "COMMIT_URL": "https://github.com/org/fibers-fall-all-exercises-alice/commit/a1b2c3d",
+    "RELEASE_URL": "https://github.com/org/fibers-fall-all-exercises-alice/releases/tag/submit%2F1",
+}
 
-def grade(*args, build=BUILD, timeout=900):
+# The first major version of each action that runs on Node 24 (from each action's release notes
+# and action.yml: checkout 5.0.0, upload-artifact 6.0.0, download-artifact 7.0.0); every older
+# major runs on Node 20, which GitHub's runners dropped on 2026-09-16. An action not listed
+# fails the check until someone reads its action.yml and adds it.
+NODE24_MAJORS = {"actions/checkout": 5, "actions/upload-artifact": 6,
+                 "actions/download-artifact": 7}
+# GitHub Classroom's own actions, retired with it on 2026-08-28 (and Node 20 besides).
+RETIRED = ("classroom-resources/",)
+
+
+def load(name, path):
+    """A script as a module (the grader and the autograder have no .py name or no package)."""
+    loader = importlib.machinery.SourceFileLoader(name, str(path))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+    loader.exec_module(module)
+    return module
+
+
+def run(command, cwd=REPO, env=None, timeout=900):
+    done = subprocess.run(command, cwd=cwd, env={**os.environ, **(env or {})}, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    return done.returncode, done.stdout
+
+
+def grade(*args, build=BUILD):
     """Runs exercises/grade; returns (exit status, its output, the JSON results)."""
     with tempfile.TemporaryDirectory() as scratch:
         results = Path(scratch) / "results.json"
-        done = subprocess.run([str(GRADE), *args, "--json", str(results)],
-                              env={**os.environ, "BUILD": str(build)}, cwd=REPO,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout)
+        code, output = run([str(GRADE), *args, "--json", str(results)], env={"BUILD": str(build)})
         report = json.loads(results.read_text()) if results.exists() else None
-    return done.returncode, done.stdout, report
+    return code, output, report
+
+
+def checkout_in(folder, *parts):
+    """A folder that looks like a checkout of this repository (cwd for the workflow's steps
+    and for autograder.py): links to the parts named, so nothing is written in the sources."""
+    for part in parts:
+        (folder / part).symlink_to(REPO / part)
+    return folder
+
+
+def workflow_step(workflow, name):
+    """The `run: |` script of the workflow's step with this name."""
+    match = re.search(rf"(?m)^(\s*)- name: {re.escape(name)}\n(?:\1  (?!run:).*\n)*"
+                      rf"\1  run: \|\n((?:\1    .*\n|\s*\n)+)", workflow)
+    if not match:
+        raise AssertionError(f"no step '{name}' with a run: | script")
+    return "\n".join(line[len(match.group(1)) + 4:] for line in match.group(2).splitlines())
+
+
+def classroom50_problems(result, env):
+    """What Classroom 50 would refuse in a result.json, as its wiki page "Advanced Autograding"
+    documents the contract and its runner.py's validate_result checks it; [] when nothing."""
+    problems = []
+
+    def count(value):
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    if result.get("schema") != "classroom50/result/v1":
+        problems.append(f"schema {result.get('schema')!r}")
+    for field, variable in (("classroom", "CLASSROOM"), ("assignment", "ASSIGNMENT"),
+                            ("submission", "SUBMISSION_TAG"), ("commit", "COMMIT_URL"),
+                            ("release", "RELEASE_URL")):
+        if result.get(field) != env[variable]:
+            problems.append(f"{field} {result.get(field)!r} is not ${variable}")
+    if not str(result.get("submission", "")).startswith("submit/"):
+        problems.append("submission is not a submit/* tag")
+    for field in ("review", "datetime"):
+        if not isinstance(result.get(field), str) or not result[field]:
+            problems.append(f"{field} is not a non-empty string")
+    if not (count(result.get("score")) and count(result.get("max-score"))
+            and result["score"] <= result["max-score"]):
+        problems.append(f"score {result.get('score')!r} / max-score {result.get('max-score')!r}")
+    tests = result.get("tests")
+    if not isinstance(tests, list):
+        return problems + ["tests is not a list"]
+    for i, t in enumerate(tests):
+        if not (isinstance(t, dict) and isinstance(t.get("test-name"), str) and t["test-name"]
+                and isinstance(t.get("passed"), bool) and count(t.get("score"))
+                and count(t.get("max-score")) and t["score"] <= t["max-score"]):
+            problems.append(f"tests[{i}] {t!r}")
+    if len({t.get("test-name") for t in tests}) != len(tests):
+        problems.append("two tests with one name")
+    if problems == [] and (sum(t["score"] for t in tests) != result["score"]
+                           or sum(t["max-score"] for t in tests) != result["max-score"]):
+        problems.append("score and max-score are not the sums of the tests'")
+    return problems
 
 
 def student_files(folder):
@@ -62,33 +153,64 @@ def fenced(path):
     return kept
 
 
-def load_grader():
-    """The grader as a module, for its test-plan reader."""
-    import importlib.machinery
-    import importlib.util
-    loader = importlib.machinery.SourceFileLoader("grade", str(GRADE))
-    spec = importlib.util.spec_from_loader("grade", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+def stretch_tasks(readme):
+    """The task numbers the README marks as stretch: in the title (`**Stretch: ...**`,
+    `**name (stretch).**`) or below a line `Stretch:`."""
+    stretch, below = set(), False
+    for line in readme.splitlines():
+        below = below or line.strip() == "Stretch:"
+        task = re.match(r"^(\d+)\. \*\*(.*?)\*\*", line)
+        if task and (below or "stretch" in task.group(2).lower()):
+            stretch.add(int(task.group(1)))
+    return stretch
 
 
 class GraderTest(unittest.TestCase):
     maxDiff = None
 
     def test_solutions_get_full_marks(self):
-        code, output, report = grade("--solutions")
-        self.assertEqual(code, 0, output)
+        """The workflow's own grade step, run here: in a repository with solutions/ it grades
+        them. Then the same results as Classroom 50's result.json."""
+        workflow = (WORKFLOWS / "grade.yml").read_text()
+        with tempfile.TemporaryDirectory() as scratch:
+            checkout = checkout_in(Path(scratch), "exercises", "lessons", "solutions")
+            summary = checkout / "step-summary.md"
+            # As GitHub runs a step's script in bash (shell: bash).
+            script = workflow_step(workflow, "Grade")
+            code, output = run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                               cwd=checkout, env={"BUILD": str(BUILD),
+                                                  "GITHUB_STEP_SUMMARY": str(summary)})
+            self.assertEqual(code, 0, output)
+            report = json.loads((checkout / "grade-results.json").read_text())
+            table = summary.read_text()
         self.assertTrue(report["full_marks"], output)
-        self.assertEqual({e["name"] for e in report["exercises"]}, {e.name for e in EXERCISES})
+        self.assertEqual(report["graded"], "solutions")
+        self.assertEqual([e["name"] for e in report["exercises"]], [e.name for e in EXERCISES])
         for exercise in report["exercises"]:
             for test in exercise["tests"]:
                 self.assertEqual(test["verdict"], "pass", f"{exercise['name']}: {test['name']}")
-        self.assertRegex(output, r"Score: (\d+)/\1\n")
+        total = report["total"]
+        self.assertRegex(output, rf"Score: {total}/{total}\n")
+        self.assertIn(f"**Score: {total}/{total}**", table)
+        self.assertEqual(len(re.findall(r"(?m)^\| \d\d-\S+ \| (\d+)/\1 \|", table)),
+                         len(EXERCISES), table)
+
+        result = load("autograder", AUTOGRADER).to_result(report, CLASSROOM50_ENV)
+        self.assertEqual(classroom50_problems(result, CLASSROOM50_ENV), [])
+        self.assertEqual((result["score"], result["max-score"]), (total, total))
+        self.assertTrue(all(t["passed"] and t["score"] == t["max-score"] > 0
+                            for t in result["tests"]))
 
     def test_every_stub_test_fails(self):
-        code, output, report = grade()
-        self.assertEqual(code, 1, output)
+        """The untouched stubs, graded by Classroom 50's autograder.py end to end (as its
+        runner would run it, in a checkout, with its variables): every test fails, cleanly."""
+        with tempfile.TemporaryDirectory() as scratch:
+            checkout = checkout_in(Path(scratch), "exercises", "lessons")
+            code, output = run(["/usr/bin/python3", str(AUTOGRADER)], cwd=checkout,
+                               env={"BUILD": str(BUILD), **CLASSROOM50_ENV})
+            self.assertEqual(code, 0, output)
+            report = json.loads((checkout / "grade-results.json").read_text())
+            result = json.loads((checkout / "result.json").read_text())
         self.assertEqual(report["score"], 0, output)
         for exercise in report["exercises"]:
             name = exercise["name"]
@@ -98,8 +220,38 @@ class GraderTest(unittest.TestCase):
                 # A clean failure: a crash or a hang would be a poor first sight for a student.
                 self.assertEqual(test["verdict"], "fail",
                                  f"{name}: '{test['name']}' must fail against the stub, cleanly")
-            # The student is told where to start.
-            self.assertIn(f"next: task 1 in exercises/{name}/README.md", output)
+                self.assertTrue(test["story"] and Path(test["transcript"]).exists(), test)
+            # The student is told where to start (the path as seen from the checkout).
+            self.assertRegex(output, rf"next: task 1 in \S*exercises/{name}/README.md;")
+        # Each way a test tells its failure shows among the stubs' (the story of a crash, a
+        # hang and a build that fails: test_grader_survives_broken_stubs), with its headline.
+        failed = {t["kind"]: t for e in report["exercises"] for t in e["tests"]}
+        headlines = {"check": r"FAIL in a CHECK after [1-9]\d* steps?$",
+                     "require": "FAIL in a REQUIRE, which stops the test; its last step: ",
+                     "require-before-steps": "FAIL in a REQUIRE before any step",
+                     "exception": r"FAIL: an exception escaped \('TODO\(ex",
+                     "blocked-carrier": "FAIL: a carrier thread was blocked",
+                     "stuck-fiber": "FAIL: a fiber never finished"}
+        for kind, headline in headlines.items():
+            self.assertIn(kind, failed, f"no stub's test fails in a {kind} any more: add a broken "
+                                        f"copy that does to test_grader_survives_broken_stubs")
+            self.assertRegex(failed[kind]["story"][0], headline)
+        self.assertTrue(any(line.strip().startswith("step: ")
+                            for line in failed["check"]["story"]))
+        story = "\n".join(failed["blocked-carrier"]["story"])
+        self.assertIn("watchdog: the carrier thread 'test-carrier' has been blocked for", story)
+        self.assertIn("A std:: primitive", story)
+
+        self.assertEqual(classroom50_problems(result, CLASSROOM50_ENV), [])
+        self.assertEqual(len(result["tests"]), sum(len(e["tests"]) for e in report["exercises"]))
+        self.assertEqual((result["score"], result["max-score"]), (0, report["total"]))
+        self.assertTrue(all(not t["passed"] and t["score"] == 0 < t["max-score"]
+                            for t in result["tests"]))
+        # The student's failing tests are not the project's: `ctest` in the build runs none.
+        code, listing = run(["ctest", "--test-dir", str(BUILD), "-N"])
+        self.assertEqual(code, 0, listing)
+        self.assertNotRegex(listing, r"#\d+: exercise-")
+        self.assertRegex(listing, r"#\d+: solution-")
 
     def test_stubs_compile_without_warnings(self):
         # The stub programs are not part of `all`: the grader builds them. Compile every source
@@ -111,7 +263,7 @@ class GraderTest(unittest.TestCase):
             entries = [e for e in database if marker in e.get("output", e["command"])]
             self.assertTrue(entries, f"no compile commands for exercise-{exercise.name}")
             for entry in entries:
-                if "catch_main" in entry["file"]:
+                if "graded_main" in entry["file"]:
                     continue
                 command = shlex.split(entry["command"]) + ["-fsyntax-only", "-Werror"]
                 done = subprocess.run(command, cwd=entry["directory"], text=True,
@@ -121,7 +273,7 @@ class GraderTest(unittest.TestCase):
         self.assertTrue(any(f.endswith("_test.cpp") for f in checked))
 
     def test_exercise_folders_are_complete(self):
-        grader = load_grader()
+        grader = load("grade", GRADE)
         self.assertGreaterEqual(len(EXERCISES), 6)
         for exercise in EXERCISES:
             with self.subTest(exercise=exercise.name):
@@ -134,14 +286,23 @@ class GraderTest(unittest.TestCase):
         number = int(name[:2])
         readme = (exercise / "README.md").read_text()
         hints = (exercise / "HINTS.md").read_text()
-        plan = grader.test_plan(exercise)
+        plan = grader.source_plan(exercise)
         self.assertTrue(plan, f"{name}: no graded tests")
 
-        # Tags: [exN][task_K] on every test; names a Catch2 test spec can match exactly.
-        for test in plan:
-            self.assertIn(f"[ex{number}]", test["tags"], test["name"])
-            self.assertIsNotNone(test["task"], f"{name}: '{test['name']}' has no [task_K] tag")
-            self.assertNotRegex(test["name"], r'["*~\\]|^#', test["name"])
+        # CTest holds what the test source declares: a test per TEST_CASE, each labelled with
+        # its exercise, task and points, core or stretch as the README says.
+        tests = grader.ctest_plan(BUILD, f"ex{name[:2]}", f"solution-{name}:")
+        self.assertEqual([t["name"] for t in tests], [t["name"] for t in plan],
+                         f"{name}: CTest's tests (labelled ex{name[:2]}) vs tests/*_test.cpp")
+        stretch = stretch_tasks(readme)
+        for test, declared in zip(tests, plan):
+            self.assertEqual(declared["tags"], f"[ex{number}][task_{declared['task']}]"
+                                               f"[points={declared['points']}]", test["name"])
+            self.assertEqual((test["task"], test["points"]), (declared["task"], declared["points"]))
+            self.assertEqual(test["part"], "stretch" if test["task"] in stretch else "core",
+                             f"{name}: '{test['name']}': the README and STRETCH in CMakeLists.txt")
+            self.assertTrue({"exercises", "unit"} <= set(test["labels"]), test["labels"])
+            self.assertNotRegex(test["name"], r'[";\\]|^#', test["name"])
         self.assertEqual(len({t["name"] for t in plan}), len(plan), f"{name}: duplicate names")
 
         # Numbered tasks in the README, each graded, each with hints; the totals it quotes.
@@ -156,58 +317,31 @@ class GraderTest(unittest.TestCase):
         self.assertIn(f"`Score: {total}/{total}`", readme, f"{name}: README must quote the total")
         self.assertIn(f"exercises/grade {name[:2]}", readme)
 
-        # The stub: TODOs in the student's files; the solution has the same files, none of them
-        # with a TODO, and the same fenced declarations.
+        # The stub: TODOs in the student's files. The solution holds the files it changes, under
+        # the same names, none with a TODO, with the same fenced declarations; a file it leaves
+        # as it is stays the stub's alone (a header without a TODO, not a copy).
         files = student_files(exercise)
         self.assertTrue(files, name)
         self.assertTrue(any(f"TODO(ex{number})" in (exercise / f).read_text() for f in files),
                         f"{name}: the stub must say TODO(ex{number}) where the work is")
         solution = SOLUTIONS / name
-        self.assertEqual(student_files(solution), files, f"{name}: solution file names")
+        self.assertLessEqual(set(student_files(solution)), set(files), f"{name}: solution files")
         for f in files:
+            if not (solution / f).exists():
+                self.assertTrue(f.endswith(".hpp") and f"TODO(ex" not in (exercise / f).read_text(),
+                                f"solutions/{name} needs its own {f}")
+                continue
+            self.assertFalse((solution / f).read_bytes() == (exercise / f).read_bytes(),
+                             f"solutions/{name}/{f} is the stub's: delete it (the build uses "
+                             f"the stub's file when the solution has none)")
             self.assertNotIn("TODO(ex", (solution / f).read_text(), f"solutions/{name}/{f}")
             self.assertEqual(fenced(solution / f), fenced(exercise / f),
                              f"{name}/{f}: the fenced part differs between stub and solution")
 
-        # The plan read from the source is what the program holds.
-        binary = BUILD / "bin" / f"solution-{name}"
-        # (Catch2 exits with the number of tests it listed.)
-        listed = subprocess.run([str(binary), "--list-test-names-only"], text=True,
-                                stdout=subprocess.PIPE).stdout.split("\n")
-        self.assertEqual(sorted(t for t in listed if t), sorted(t["name"] for t in plan))
-
-    def test_classroom_workflow_is_current(self):
-        """.github/workflows/classroom.yml grades every exercise, for its points."""
-        workflow = REPO / ".github" / "workflows" / "classroom.yml"
-        done = subprocess.run([str(GRADE), "--workflow"], stdout=subprocess.PIPE, text=True)
-        self.assertEqual(done.returncode, 0)
-        self.assertEqual(workflow.read_text(), done.stdout,
-                         "regenerate it: exercises/grade --workflow > .github/workflows/classroom.yml")
-        # Read back on its own, not through the generator: a step per exercise, in order.
-        grader = load_grader()
-        steps = re.findall(r"(?m)^    - name: (\S+)\n      id: (\S+)\n"
-                           r"      uses: classroom-resources/autograding-command-grader@v1\n"
-                           r"      with:\n        test-name: \S+\n"
-                           r"        setup-command: (.+)\n        command: (.+)\n"
-                           r"        timeout: (\d+)\n        max-score: (\d+)\n", done.stdout)
-        self.assertEqual([s[0] for s in steps], [e.name for e in EXERCISES])
-        runners = re.search(r"(?m)^        runners: (.+)$", done.stdout).group(1).split(",")
-        self.assertEqual(runners, [s[1] for s in steps])
-        self.assertIn("classroom-resources/autograding-grading-reporter@v1", done.stdout)
-        for (name, runner, setup, command, _, points), exercise in zip(steps, EXERCISES):
-            self.assertEqual(int(points), sum(t["points"] for t in grader.test_plan(exercise)))
-            self.assertEqual(setup, "lessons/tools/setup --no-build")
-            self.assertTrue((REPO / setup.split()[0]).exists())
-            program, argument = command.split()
-            self.assertEqual(program, "exercises/grade")
-            self.assertEqual(grader.select(EXERCISES, argument), [exercise], command)
-            self.assertIn(f'{runner.upper()}_RESULTS: "${{{{steps.{runner}.outputs.result}}}}"',
-                          done.stdout)
-
     def test_summary_of_a_class(self):
         """--summary reads --json results (made up here: three students of known scores)."""
-        grader = load_grader()
-        plans = {e.name: grader.test_plan(e) for e in EXERCISES}
+        grader = load("grade", GRADE)
+        plans = {e.name: grader.source_plan(e) for e in EXERCISES}
 
         def results(passes):
             exercises = []
@@ -229,16 +363,15 @@ class GraderTest(unittest.TestCase):
                 paths.append(Path(scratch) / f"{name}.json")
                 paths[-1].write_text(json.dumps(report))
             table = Path(scratch) / "class.csv"
-            done = subprocess.run([str(GRADE), "--summary", *map(str, paths), "--csv", str(table)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            self.assertEqual(done.returncode, 0, done.stdout)
-            self.assertIn("3 students: alice, bob, carol", done.stdout)
+            code, output = run([str(GRADE), "--summary", *map(str, paths), "--csv", str(table)])
+            self.assertEqual(code, 0, output)
+            self.assertIn("3 students: alice, bob, carol", output)
             # The median of (total, 0, task 1's points) is task 1's points: carol's.
-            self.assertRegex(done.stdout, rf"(?m)^{first}\s+{task1}\s+{total}\s+1/3\s+2/3")
-            self.assertRegex(done.stdout, rf"(?m)^  task 1\s+{task1}\s+{task1}\s+2/3\s+1/3")
+            self.assertRegex(output, rf"(?m)^{first}\s+{task1}\s+{total}\s+1/3\s+2/3")
+            self.assertRegex(output, rf"(?m)^  task 1\s+{task1}\s+{task1}\s+2/3\s+1/3")
             # Every task but task 1 is failed by bob and carol: those lead the list.
-            self.assertRegex(done.stdout, r"Tasks most students fail:\n  \d\d task [2-9]: 2 of 3 "
-                                          r"\(bob, carol\)")
+            self.assertRegex(output, r"Tasks most students fail:\n  \d\d task [2-9]: 2 of 3 "
+                                     r"\(bob, carol\)")
             rows = list(csv.reader(table.read_text().splitlines()))
             self.assertEqual(rows[0][:4], ["student", "score", "total", first])
             self.assertEqual([r[0] for r in rows], ["student", "(out of)", "alice", "bob", "carol",
@@ -248,123 +381,77 @@ class GraderTest(unittest.TestCase):
 
             # A file that is not a result is one line and exit status 2.
             paths[0].write_text("{}")
-            done = subprocess.run([str(GRADE), "--summary", *map(str, paths)], text=True,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            self.assertEqual(done.returncode, 2)
-            self.assertRegex(done.stdout, r"^exercises/grade: .*alice.json is not a result")
+            code, output = run([str(GRADE), "--summary", *map(str, paths)])
+            self.assertEqual(code, 2)
+            self.assertRegex(output, r"^exercises/grade: .*alice.json is not a result")
 
     def test_grader_survives_broken_stubs(self):
-        """Copies of exercise 04 whose stubs crash, hang, do not compile, fail a CHECK or fail a
-        REQUIRE before any step, one solved copy, and a copy of exercise 05 solved with a
-        std::mutex and a std::condition_variable_any (it blocks its carrier under BLOCK).
+        """Copies of exercise 04 whose stubs crash, do not compile and hang, and one solved:
+        each costs its own points only, and each is told for what it is.
 
         They live in $BUILD/grader-selftest with a build folder of their own, kept between runs
         so that only the first run pays for compiling the test framework."""
         base = BUILD / "grader-selftest"
         fixture_root = base / "exercises"
         original = ROOT / "04-spike-report"
-        crash = ('#include "spike_report.hpp"\n#include <csignal>\n'
-                 '// A stub that crashes: the grader must report it and go on.\n'
-                 'std::vector<SpikeRow> read_spike_csv(std::istream&) { std::raise(SIGSEGV); return {}; }\n'
-                 'SpikeReport summarize(const std::vector<SpikeRow>&, double) { std::raise(SIGSEGV); return {}; }\n'
-                 'std::string status_name(int) { std::raise(SIGSEGV); return {}; }\n')
-        hang = ('#include "spike_report.hpp"\n#include <thread>\n'
-                '// A stub that never returns: the grader must time it out and go on.\n'
-                '[[noreturn]] static void forever() { for (;;) std::this_thread::sleep_for(std::chrono::seconds(1)); }\n'
-                'std::vector<SpikeRow> read_spike_csv(std::istream&) { forever(); }\n'
-                'SpikeReport summarize(const std::vector<SpikeRow>&, double) { forever(); }\n'
-                'std::string status_name(int) { forever(); }\n')
-        stub = (original / "spike_report.cpp").read_text()
-        solved = (SOLUTIONS / original.name / "spike_report.cpp").read_text()
+        functions = ('std::vector<SpikeRow> read_spike_csv(std::istream&) {{ {0} }}\n'
+                     'SpikeReport summarize(const std::vector<SpikeRow>&, double) {{ {0} }}\n'
+                     'std::string status_name(int) {{ {0} }}\n')
         variants = {
-            "91-crashes": crash,
-            "92-does-not-compile": stub + "\nint broken = ;\n",
-            "93-hangs": hang,
-            "94-solved": solved,
-            "95-untouched": stub,
-            "96-no-fixture": solved,  # its tests/spike_small.csv is missing: a REQUIRE fails
+            "91-crashes": '#include "spike_report.hpp"\n#include <csignal>\n'
+                          + functions.format("std::raise(SIGSEGV); return {};"),
+            "92-does-not-compile": (original / "spike_report.cpp").read_text() + "int broken = ;\n",
+            "93-hangs": '#include "spike_report.hpp"\n#include <thread>\n'
+                        '[[noreturn]] static void forever() { for (;;) std::this_thread::sleep_for('
+                        'std::chrono::seconds(1)); }\n' + functions.format("forever();"),
+            "94-solved": (SOLUTIONS / original.name / "spike_report.cpp").read_text(),
         }
+        for stale in fixture_root.glob("*") if fixture_root.is_dir() else []:
+            if stale.name not in variants:  # a variant this test no longer makes
+                shutil.rmtree(stale)
         for variant, source in variants.items():
-            folder = fixture_root / variant
-            copy_if_changed(original, folder, but={"spike_report.cpp"},
-                            remove={"spike_small.csv"} if variant == "96-no-fixture" else ())
-            write_if_changed(folder / "spike_report.cpp", source)
-        # The likeliest mistake in exercise 05: std:: primitives on a fiber.
-        gate = fixture_root / "97-gate-std-mutex"
-        copy_if_changed(ROOT / "05-gate", gate, but={"concurrency_gate.hpp", "concurrency_gate.cpp"})
-        for name in ("concurrency_gate.hpp", "concurrency_gate.cpp"):
-            text = (SOLUTIONS / "05-gate" / name).read_text()
-            text = (text.replace("boost::fibers::condition_variable", "std::condition_variable_any")
-                    .replace("boost::fibers::mutex", "std::mutex"))
-            if name.endswith(".hpp"):
-                text = text.replace("#include <atomic>\n",
-                                    "#include <atomic>\n#include <condition_variable>\n#include <mutex>\n")
-            write_if_changed(gate / name, text)
+            copy_if_changed(original, fixture_root / variant, but={"spike_report.cpp"})
+            write_if_changed(fixture_root / variant / "spike_report.cpp", source)
 
-        code, output, report = grade("--root", str(fixture_root), "--timeout", "4",
-                                     build=base / "build")
+        # A short time limit per test, so the hung ones cost seconds, not minutes.
+        code, output = run(["cmake", "-S", str(REPO), "-B", str(base / "build"),
+                            f"-DEXERCISES_ROOT={fixture_root}",
+                            f"-DSOLUTIONS_ROOT={base / 'solutions'}", "-DGRADED_TEST_SECONDS=3"])
+        self.assertEqual(code, 0, output)
+        code, output, report = grade("--root", str(fixture_root), build=base / "build")
         self.assertEqual(code, 1, output)
         by_name = {e["name"]: e for e in report["exercises"]}
-        self.assertEqual(list(by_name), [*variants, gate.name], "every exercise graded, in order")
+        self.assertEqual(list(by_name), list(variants), "every exercise graded, in order")
         total = by_name["94-solved"]["total"]
+        self.assertEqual(by_name["94-solved"]["points"], total)
+        self.assertIn(f"Score: {total}/{4 * total}\n", output)
 
-        crashed = by_name["91-crashes"]
-        self.assertTrue(crashed["built"])
-        self.assertEqual(crashed["points"], 0)
-        for test in crashed["tests"]:
-            self.assertEqual((test["verdict"], test["kind"]), ("crash", "crash"), test["name"])
-            self.assertIn("SIGSEGV", test["detail"])
+        for test in by_name["91-crashes"]["tests"]:
+            self.assertEqual((test["verdict"], test["kind"], test["detail"]),
+                             ("crash", "crash", "crashed: SEGFAULT"), test["name"])
             self.assertTrue(test["story"][0].startswith("CRASH: the test died"), test["story"])
+            self.assertIn("SIGSEGV", "\n".join(test["story"]))
             self.assertTrue(Path(test["transcript"]).exists())
-        self.assertIn("crashed: SIGSEGV", output)
 
         broken = by_name["92-does-not-compile"]
         self.assertFalse(broken["built"])
         self.assertEqual((broken["points"], broken["total"]), (0, total))
-        self.assertTrue(any("spike_report.cpp" in line and "error" in line
+        self.assertEqual({t["verdict"] for t in broken["tests"]}, {"not built"})
+        self.assertTrue(any("spike_report.cpp" in line and "expected primary-expression" in line
                             for line in broken["errors"]), broken["errors"])
         self.assertIn("DOES NOT COMPILE", output)
-        self.assertIn("expected primary-expression", output)
 
-        # A hang: SIGTERM first, so Catch2 tells the steps the test had reached; then killed.
-        hung = by_name["93-hangs"]
-        for test in hung["tests"]:
-            self.assertEqual((test["verdict"], test["kind"]), ("timeout", "hang"), test["name"])
+        # A hang: the program stops itself with SIGTERM at its limit, so Catch2 tells the steps
+        # the test had reached; nothing of it is left running.
+        hung = by_name["93-hangs"]["tests"]
+        for test in hung:
+            self.assertEqual((test["verdict"], test["kind"], test["detail"]),
+                             ("timeout", "hang", "no verdict within 3 s: stopped (a wait that "
+                                                 "never ends?)"), test["name"])
             self.assertTrue(test["story"][0].startswith("HANG: the test never finished"))
-        self.assertIn("SIGTERM", "\n".join(hung["tests"][0]["story"]))
+            self.assertIn("SIGTERM", "\n".join(test["story"]))
+        self.assertTrue(any("its last step: " in t["story"][0] for t in hung))
         self.assertEqual(processes_running(base / "build" / "bin" / "exercise-93-hangs"), [])
-
-        self.assertEqual(by_name["94-solved"]["points"], total)
-
-        # The untouched stub fails in CHECKs, each with the steps that led there.
-        untouched = {t["name"]: t for t in by_name["95-untouched"]["tests"]}
-        mix = untouched["the status mix counts every attempt after the warmup, sentinels included"]
-        self.assertEqual((mix["verdict"], mix["kind"]), ("fail", "check"))
-        self.assertRegex(mix["story"][0], r"^FAIL in a CHECK after [1-9]\d* steps?$")
-        self.assertTrue(any("step: summarized the fixture" in line for line in mix["story"]))
-
-        # A REQUIRE that fails before the test's first step is told apart from a failed check.
-        fixture_missing = {t["name"]: t for t in by_name["96-no-fixture"]["tests"]}
-        rows = fixture_missing["the fixture's 37 rows are read with their three fields"]
-        self.assertEqual((rows["verdict"], rows["kind"]), ("fail", "require-before-steps"))
-        self.assertIn("REQUIRE( in.good() )", "\n".join(rows["story"]))
-        self.assertIn("FAIL in a REQUIRE before any step", output)
-
-        # std::mutex under BLOCK: the watchdog names the blocked carrier (within its 2 s, not
-        # after the test's 10 s limit, which --timeout 4 would not even reach).
-        blocked = {t["name"]: t for t in by_name[gate.name]["tests"]}
-        parked = blocked["at its limit a BLOCK gate parks the caller until a permit is returned"]
-        self.assertEqual((parked["verdict"], parked["kind"]), ("fail", "blocked-carrier"),
-                         parked["story"])
-        story = "\n".join(parked["story"])
-        self.assertIn("the carrier thread 'test-carrier' has been blocked for", story)
-        self.assertIn("a std:: primitive", story.lower())
-        self.assertIn("step: fiber A entered a BLOCK gate", story)
-        self.assertEqual(blocked["a permit is given back when the guarded call throws"]["verdict"],
-                         "pass", "REJECT works with a std::mutex; only BLOCK blocks the carrier")
-
-        score = sum(e["points"] for e in report["exercises"])
-        self.assertIn(f"Score: {score}/{sum(e['total'] for e in report['exercises'])}\n", output)
 
         # Mistakes a user can make get one line and exit status 2.
         code, output, _ = grade("no-such-exercise", build=base / "build")
@@ -374,6 +461,64 @@ class GraderTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("use another build folder", output)
 
+    def test_workflows_run_on_node_24(self):
+        """Every workflow uses only actions that run on Node 24, none of GitHub Classroom's;
+        grade.yml grades on Debian 12 and keeps its results even when the grade step fails."""
+        workflows = sorted(WORKFLOWS.glob("*.y*ml"))
+        self.assertIn(WORKFLOWS / "grade.yml", workflows)
+        self.assertNotIn(WORKFLOWS / "classroom.yml", workflows, "GitHub Classroom is retired")
+        for workflow in workflows:
+            for action in re.findall(r"(?m)^\s*(?:- )?uses:\s*(\S+)", workflow.read_text()):
+                with self.subTest(workflow=workflow.name, action=action):
+                    self.assertFalse(action.startswith(RETIRED), "GitHub Classroom's, retired")
+                    name, _, version = action.partition("@")
+                    major = re.fullmatch(r"v(\d+)(?:\.\d+)*", version)
+                    self.assertIn(name, NODE24_MAJORS, "not known to run on Node 24")
+                    self.assertTrue(major and int(major.group(1)) >= NODE24_MAJORS[name],
+                                    f"{name} runs on Node 24 from v{NODE24_MAJORS[name]} on")
+        grade_yml = (WORKFLOWS / "grade.yml").read_text()
+        self.assertRegex(grade_yml, r"(?m)^    container: debian:12$")
+        self.assertIn("exercises/grade", workflow_step(grade_yml, "Grade"))
+        self.assertRegex(grade_yml, r"- name: Keep the results\n\s+if: always\(\)\n"
+                                    r"\s+uses: actions/upload-artifact@\S+\n\s+with:\n"
+                                    r"\s+name: grade-results\n\s+path: grade-results.json\n")
+        self.assertTrue((REPO / "lessons" / "tools" / "setup").exists())
+
+        # autograder.py: its exercise per assignment, the course's tests over the student's,
+        # per-test partial credit, and one line and exit status 1 when it cannot grade.
+        autograder = load("autograder", AUTOGRADER)
+        self.assertEqual([autograder.exercise_of(s) for s in
+                          ("07", "07-reactor", "11-bound-the-downstream", "fibers", "2026-labs")],
+                         ["07", "07", "11", None, None])
+        with tempfile.TemporaryDirectory() as scratch:
+            bundle, checkout = Path(scratch) / "bundle", Path(scratch) / "checkout"
+            (bundle / "tests" / "04-spike-report").mkdir(parents=True)
+            (bundle / "tests" / "04-spike-report" / "spike_report_test.cpp").write_text("course")
+            (checkout / "exercises" / "04-spike-report" / "tests").mkdir(parents=True)
+            (checkout / "exercises" / "04-spike-report" / "tests" / "edited.cpp").write_text("x")
+            self.assertEqual(autograder.use_course_tests(bundle, checkout), ["04-spike-report"])
+            self.assertEqual(sorted(p.name for p in (checkout / "exercises" / "04-spike-report"
+                                                     / "tests").iterdir()),
+                             ["spike_report_test.cpp"])
+            code, output = run(["/usr/bin/python3", str(AUTOGRADER)], cwd=checkout,
+                               env={**{k: "" for k in CLASSROOM50_ENV}, "CLASSROOM": "c"})
+            self.assertEqual(code, 1)
+            self.assertRegex(output, r"^::error::autograder.py: ASSIGNMENT, SUBMISSION_TAG, "
+                                     r"COMMIT_URL, RELEASE_URL not set")
+        half = {"graded": "exercises", "exercises": [{"name": "04-spike-report", "tests": [
+            {"name": "a", "points": 2, "verdict": "pass"},
+            {"name": "b", "points": 1, "verdict": "crash"}]}]}
+        result = autograder.to_result(half, CLASSROOM50_ENV)
+        self.assertEqual(classroom50_problems(result, CLASSROOM50_ENV), [])
+        self.assertEqual((result["score"], result["max-score"]), (2, 3))
+        self.assertEqual([(t["test-name"], t["passed"], t["score"], t["max-score"])
+                          for t in result["tests"]],
+                         [("04-spike-report: a", True, 2, 2), ("04-spike-report: b", False, 0, 1)])
+        # The check itself: it refuses what Classroom 50 refuses.
+        for broken in ({**result, "schema": "v1"}, {**result, "score": 3},
+                       {**result, "tests": [{**result["tests"][0], "passed": 1}]}):
+            self.assertNotEqual(classroom50_problems(broken, CLASSROOM50_ENV), [])
+
 
 def write_if_changed(path, text):
     # Unchanged files keep their time stamps, so the fixture's build stays incremental.
@@ -381,13 +526,10 @@ def write_if_changed(path, text):
         path.write_text(text)
 
 
-def copy_if_changed(source, target, but, remove=()):
-    """Copies the files under `source` whose names are not in `but`; those in `remove` are
-    removed from the copy."""
+def copy_if_changed(source, target, but):
+    """Copies the files under `source` whose names are not in `but`."""
     for item in source.rglob("*"):
-        if item.is_file() and item.name in remove:
-            (target / item.relative_to(source)).unlink(missing_ok=True)
-        elif item.is_file() and item.name not in but:
+        if item.is_file() and item.name not in but:
             destination = target / item.relative_to(source)
             destination.parent.mkdir(parents=True, exist_ok=True)
             if not destination.exists() or destination.read_bytes() != item.read_bytes():
