@@ -1,19 +1,21 @@
 // A minimal HTTP/1.1 client on fiber-aware sockets, the client side of the connector: one
-// kept-alive connection, GET requests, Content-Length bodies. The load tools (crowd, spike) run
-// thousands of these, one per fiber, on a couple of carriers.
+// kept-alive connection, GET requests, bodies of a Content-Length (or up to the close). The load
+// tools (crowd, spike) run thousands of these, one per fiber, on a couple of carriers; lesson 07
+// calls its inventory service with it.
+//
+// A server it calls may be broken or hostile, and none can make it wait, buffer or search
+// without end: a call has one deadline, kept even while bytes keep coming; the response is
+// framed by ResponseParser (http_response_parser.hpp) within its named limits, and what it
+// cannot frame for certain fails the call and ends the connection, so the next response on it
+// can never be read from the wrong place.
 #pragma once
 
 #include "fiber_socket.hpp"
+#include "http_response_parser.hpp" // HttpResponse, the limits
 
 #include <memory>
 #include <stdexcept>
 #include <string>
-
-struct HttpResponse {
-    int status = 0;
-    std::string body;
-    bool keep_alive = true; // false when the server answered "Connection: close"
-};
 
 // Why a request failed. The spike driver records each kind with its own sentinel.
 struct HttpClientError : std::runtime_error {
@@ -34,7 +36,8 @@ public:
     HttpClientConnection(const std::string& host, int port, Deadline deadline);
 
     // Sends "GET path" and reads the whole response before `deadline`.
-    // Throws HttpClientError (response_timeout or transport); the connection is then unusable.
+    // Throws HttpClientError (response_timeout or transport); the connection is then unusable:
+    // every later call fails at once, and still_open() says false.
     HttpResponse get(const std::string& path, Deadline deadline);
 
     // The same two without exceptions: null / false, with `failure` saying why. For fibers whose
@@ -53,12 +56,13 @@ public:
 private:
     HttpClientConnection(const std::string& host, int port, int fd);
 
-    // Reads until `buffer_` holds `size` bytes, or fails.
-    bool fill_to(std::size_t size, Deadline deadline, HttpClientFailure& failure);
+    // Reads one response into `parser` before `deadline`, or fails.
+    bool read_response(ResponseParser& parser, Deadline deadline, HttpClientFailure& failure);
 
     std::unique_ptr<FiberSocket> socket_;
     std::string host_header_;
-    std::string buffer_;
+    // False after a failure, a response that ends the connection, or bytes nobody asked for.
+    bool usable_ = true;
 };
 
 // Splits "http://127.0.0.1:8080/benchmark" into host, port and path, or throws

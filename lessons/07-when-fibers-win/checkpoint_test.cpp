@@ -5,14 +5,18 @@
 //     second, however fast the machine; fibers park through the same wait and serve many times
 //     that with the same 200 clients;
 //   * a downstream that is down or slow is a 502 with one line, not a hang.
+#include "fake_downstream.hpp"
 #include "pg_test_support.hpp"
 #include "wired_test_support.hpp"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 namespace {
 
@@ -146,6 +150,91 @@ TEST_CASE("a downstream that is down or too slow is a 502 with one line, not a h
     CHECK(late.status == 502);
     CHECK(late.body ==
           "inventory at " + benchmark_url(*slow) + ": no response before the deadline\n");
+}
+
+TEST_CASE("an inventory that floods header lines is a 502 within the timeout, and the carrier "
+          "serves other requests meanwhile",
+          "[lesson07][checkpoint]") {
+    create_orders();
+    // Header lines without end, for 10 s (fake_downstream.hpp): five times the 2 s timeout.
+    FakeDownstream inventory(flood_header_lines);
+    const std::string url = inventory.url("/benchmark");
+    // One carrier: the flood's reader and the summary share it.
+    ServerProcess server(lesson07,
+                         orders_server("vt", url, {"--carriers", "1", "--inventory-timeout", "2s"}),
+                         "lesson07-inventory-flood");
+    const auto sent = std::chrono::steady_clock::now();
+    auto order = std::async(std::launch::async, [&] {
+        const Answer answer = http_get(server.port(), "/orders/1");
+        return std::make_pair(answer, seconds_since(sent));
+    });
+    REQUIRE(eventually([&] { return inventory.accepted() >= 1; }));
+    STEP("GET /orders/1 sent; the inventory floods its answer");
+    const auto asked = std::chrono::steady_clock::now();
+    const Answer summary = http_get(server.port(), "/orders/1/summary");
+    const double summary_s = seconds_since(asked);
+    const auto [answer, order_s] = order.get();
+    STEP("GET /orders/1: " << answer.status << " after " << order_s << " s: " << answer.body);
+    STEP("GET /orders/1/summary meanwhile: " << summary.status << " after " << summary_s << " s");
+    CHECK(answer.status == 502);
+    CHECK(answer.body.rfind("inventory at " + url + ": ", 0) == 0);
+    // The timeout plus 2 s: the 502 is due at 2 s at the latest; the flood goes on for 10.
+    CHECK(order_s < 2 + 2);
+    CHECK(summary.status == 200);
+    // A summary takes milliseconds; 2 s is what a busy machine needs at most, and the flood
+    // would hold a carrier that never let go for 10.
+    CHECK(summary_s < 2);
+}
+
+TEST_CASE("after a burst of orders, the inventory connections the server closed do not stay in "
+          "CLOSE-WAIT",
+          "[lesson07][checkpoint]") {
+    create_orders();
+    // The inventory closes a connection idle for 1 s, before the client would (IdleLimits).
+    ServerProcess inventory(
+        lesson03,
+        {"--benchmark-sleep", "100ms", "--keep-alive-timeout", "1s", "--accept-count", "1024"},
+        "lesson07-inventory-closing");
+    ServerProcess server(lesson07,
+                         orders_server("vt", benchmark_url(inventory),
+                                       {"--carriers", "1", "--accept-count", "1024"}),
+                         "lesson07-inventory-burst");
+    const auto burst = concurrent_get(server.port(), "/orders/7", 300);
+    const auto ok = std::count_if(burst.begin(), burst.end(),
+                                  [](const TimedGet& get) { return get.status == 200; });
+    STEP("300 orders at once: " << ok << " answered 200; lesson07 holds "
+                                << sockets_of(server.pid(), inventory.port(), "01")
+                                << " connections to the inventory");
+    REQUIRE(ok == 300);
+    std::atomic<bool> stop{false};
+    std::thread one_a_while([&] { // the newest kept connection stays in use
+        while (!stop) {
+            http_get(server.port(), "/orders/7");
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        }
+    });
+    // The inventory's connections (its end of them), not its listening socket.
+    const auto inventory_holds = [&] {
+        int held = 0;
+        for (const TcpSocket& socket : tcp_sockets_of(inventory.pid()))
+            held += socket.local_port == inventory.port() && socket.state != "0A";
+        return held;
+    };
+    const bool inventory_closed =
+        eventually([&] { return inventory_holds() <= 5; }, std::chrono::seconds(20));
+    STEP("then an order every 0.5 s; the inventory holds " << inventory_holds() << " connections");
+    int close_wait = 0;
+    const bool dropped = eventually(
+        [&] {
+            close_wait = sockets_of(server.pid(), inventory.port(), "08");
+            return close_wait <= 2;
+        },
+        std::chrono::seconds(10));
+    stop = true;
+    one_a_while.join();
+    STEP("lesson07's sockets to the inventory in CLOSE-WAIT: " << close_wait);
+    CHECK(inventory_closed);
+    CHECK(dropped);
 }
 
 TEST_CASE("4 platform threads cap orders at 40/s, fibers serve several times more and sooner",

@@ -1,24 +1,41 @@
 #include "inventory_client.hpp"
 
-InventoryClient::InventoryClient(const std::string& url, std::chrono::milliseconds timeout)
-    : url_(url), timeout_(timeout) {
+InventoryClient::InventoryClient(const std::string& url, std::chrono::milliseconds timeout,
+                                 IdleLimits idle)
+    : url_(url), timeout_(timeout), limits_(idle) {
     split_url(url, host_, port_, path_);
 }
 
+// Newest first, as Go's Transport takes them: the warmest is the least likely to be closed by
+// the server. Oldest first out: whatever idled past the timeout or was closed meanwhile goes.
 InventoryClient::Connection InventoryClient::take_idle() {
+    std::vector<Connection> dropped; // closed after the lock is released
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<Connection>& idle = idle_[Reactor::current()];
+    std::deque<Idle>& idle = idle_[Reactor::current()];
+    const auto now = std::chrono::steady_clock::now();
+    while (!idle.empty() && (now - idle.front().since >= limits_.timeout ||
+                             !idle.front().connection->still_open())) {
+        dropped.push_back(std::move(idle.front().connection));
+        idle.pop_front();
+    }
     while (!idle.empty()) {
-        Connection connection = std::move(idle.back());
+        Connection connection = std::move(idle.back().connection);
         idle.pop_back();
         if (connection->still_open()) return connection; // else the server closed it meanwhile
+        dropped.push_back(std::move(connection));
     }
     return nullptr;
 }
 
 void InventoryClient::keep(Connection connection) {
+    Connection dropped; // closed after the lock is released
     std::lock_guard<std::mutex> lock(mutex_);
-    idle_[Reactor::current()].push_back(std::move(connection));
+    std::deque<Idle>& idle = idle_[Reactor::current()];
+    idle.push_back({std::move(connection), std::chrono::steady_clock::now()});
+    if (idle.size() > limits_.max_per_carrier) {
+        dropped = std::move(idle.front().connection); // the least recently used
+        idle.pop_front();
+    }
 }
 
 bool InventoryClient::get(HttpResponse& response, std::string& why) {
