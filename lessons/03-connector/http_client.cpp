@@ -1,6 +1,7 @@
 #include "http_client.hpp"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <boost/fiber/operations.hpp>
 #include <cerrno>
 #include <cstring>
@@ -122,12 +123,16 @@ void split_url(const std::string& url, std::string& host, int& port, std::string
     const std::size_t colon = authority.find(':');
     host = authority.substr(0, colon);
     if (host == "localhost") host = "127.0.0.1";
+    in_addr address{};
+    if (::inet_pton(AF_INET, host.c_str(), &address) != 1)
+        throw std::invalid_argument("'" + host + "' is not an IPv4 address (no names: looking " +
+                                    "one up would block the carrier)");
     port = 80;
-    if (colon != std::string::npos) {
-        try {
-            port = std::stoi(authority.substr(colon + 1));
-        } catch (const std::exception&) {
-            throw std::invalid_argument("'" + url + "' has no valid port");
-        }
-    }
+    if (colon == std::string::npos) return;
+    const std::string digits = authority.substr(colon + 1);
+    if (digits.empty() || digits.size() > 5 ||
+        digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) < 1 ||
+        std::stoi(digits) > 65535)
+        throw std::invalid_argument("'" + url + "' has no port from 1 to 65535");
+    port = std::stoi(digits);
 }

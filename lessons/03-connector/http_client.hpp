@@ -66,5 +66,6 @@ private:
 };
 
 // Splits "http://127.0.0.1:8080/benchmark" into host, port and path, or throws
-// std::invalid_argument. Only http:// and numeric IPv4 hosts: our tools talk to loopback.
+// std::invalid_argument. Only http://, a numeric IPv4 host ("localhost" is 127.0.0.1) and a port
+// from 1 to 65535 (80 when none is given): our tools talk to loopback.
 void split_url(const std::string& url, std::string& host, int& port, std::string& path);

@@ -259,3 +259,27 @@ TEST_CASE("a fiber reading a response that is all there lets its carrier's fiber
     STEP("the other fiber ran " << turns << " times while the response was partly read");
     CHECK(turns >= 1);
 }
+
+TEST_CASE("a URL must name an IPv4 address and a port from 1 to 65535 and nothing more",
+          "[lesson03][client]") {
+    // Each of these was once taken: port 70000 became 4464 (a request went to whoever listened
+    // there), -1 became 65535, "80x" became 80, and a name failed only at the first request.
+    for (const std::string url :
+         {"http://127.0.0.1:70000/x", "http://127.0.0.1:-1/x", "http://127.0.0.1:80x/x",
+          "http://127.0.0.1:0/x", "http://127.0.0.1:/x", "http://example.com:80/x",
+          "ftp://127.0.0.1/x"}) {
+        std::string host, path;
+        int port = 0;
+        STEP(url);
+        CHECK_THROWS_AS(split_url(url, host, port, path), std::invalid_argument);
+    }
+    std::string host, path;
+    int port = 0;
+    split_url("http://localhost:8080/work?x=1", host, port, path);
+    CHECK(host == "127.0.0.1");
+    CHECK(port == 8080);
+    CHECK(path == "/work?x=1");
+    split_url("http://10.0.0.1", host, port, path);
+    CHECK(port == 80);
+    CHECK(path == "/");
+}
