@@ -1,7 +1,7 @@
 // The explicit error mapping: how the application answers a request the gate turned away.
 //
-// A handler's exception that nobody maps ends in cpp-httplib's default: status 500, an empty
-// body (the message only leaks into an EXCEPTION_WHAT header). To a client, a monitor and the
+// A handler's exception that nobody maps ends in HttpApp's default: a bare 500, the message only
+// in the server's log (lesson 01's handler_exceptions.hpp). To a client, a monitor and the
 // load balancer, that says "the server is broken", not "the server is busy, try again". Spring
 // is the same: InvocationRejectedException surfaces as a 500 until an @ExceptionHandler maps it.
 //
