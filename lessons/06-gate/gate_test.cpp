@@ -176,7 +176,8 @@ struct GatedServer {
 
 } // namespace
 
-TEST_CASE("the error mapping answers a rejection 503 with its message", "[lesson06][mapping]") {
+TEST_CASE("the error mapping answers a rejection 503 with its message, anything else a bare 500",
+          "[lesson06][mapping]") {
     GatedServer server(true);
     const std::string rejected = server.get_request("/guarded");
     STEP("GET /guarded: " << rejected);
@@ -186,7 +187,7 @@ TEST_CASE("the error mapping answers a rejection 503 with its message", "[lesson
     const std::string broken = server.get_request("/broken");
     STEP("GET /broken: " << broken);
     CHECK(status_of(broken) == 500);
-    CHECK(body_of(broken) == "something else broke\n");
+    CHECK(broken.find("something else broke") == std::string::npos); // a bare 500, as unmapped
 }
 
 TEST_CASE("without the mapping the rejection surfaces as a 500 with no body",

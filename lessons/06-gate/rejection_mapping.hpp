@@ -7,7 +7,7 @@
 //
 // map_rejections_to_503 installs the mapping as the app's exception handler:
 //   ConcurrencyLimitReached  -> 503 Service Unavailable, the message as the body
-//   any other exception      -> 500, the message as the body
+//   any other exception      -> HttpApp's default: a bare 500, the message on stderr
 // Lesson 06's --bad-unmapped-rejection leaves it out, to show the 500s.
 #pragma once
 
