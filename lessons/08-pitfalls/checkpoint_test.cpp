@@ -1,5 +1,6 @@
 // Lesson 08 checkpoint: each pitfall fails with its --bad-... flag and not without it. Every
 // verdict rests on an order of events the server cannot change, never on how fast it runs.
+#include "request_context.hpp"
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -150,4 +151,24 @@ TEST_CASE("lesson08 refuses contradictory flags and bad query values", "[lesson0
         INFO("GET " << path);
         CHECK(http_get(server.port(), path).status == 400);
     }
+}
+
+TEST_CASE("a request id that is not visible ASCII or is too long is a 400, and no answer "
+          "carries an exception's text",
+          "[lesson08]") {
+    ServerProcess server(lesson08, {}, "lesson08-bad-ids");
+    const std::string longest(max_request_id_length, '7');
+    // %FF is no UTF-8 at all; %C3%A9 is UTF-8 (an e with an accent) but not ASCII; %01 and %20
+    // are a control character and a space.
+    for (const std::string& id :
+         std::vector<std::string>{"%FF", "%C3%A9", "7%01", "7%207", longest + "7"}) {
+        RawConnection client(server.port());
+        REQUIRE(client.send(get_request("/request-id?id=" + id)));
+        const std::string response = client.receive_response(answer_within);
+        INFO("GET /request-id?id=" << id << " got: " << response);
+        CHECK(status_of(response) == 400);
+        CHECK(response.find("EXCEPTION_WHAT") == std::string::npos);
+    }
+    CHECK(http_get(server.port(), "/request-id?id=" + longest).status == 200);
+    CHECK(http_get(server.port(), "/request-id?id=!~").status == 200);
 }
