@@ -1,5 +1,6 @@
 #include "serve.hpp"
 
+#include "handler_exceptions.hpp"
 #include "process.hpp"
 
 #include <atomic>
@@ -29,6 +30,7 @@ struct ListeningSocket : httplib::Server {
 } // namespace
 
 void serve_until_shutdown(httplib::Server& server, const std::string& program, int port) {
+    answer_exceptions_plainly(server); // a handler's exception: a bare 500, its text on stderr
     const std::string host = "127.0.0.1";
     // cpp-httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and
     // silently take half of the connections (a forgotten server from an earlier run, say).

@@ -8,12 +8,16 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <stdexcept>
 #include <sys/socket.h>
 #include <thread>
 
 namespace {
 
 using namespace std::chrono_literals;
+
+// What /throw throws: a text no client may see.
+const std::string exception_text = "the text of an exception, which no client may see";
 
 // A connector with a few test routes, listening on a free port.
 struct TestServer {
@@ -37,6 +41,10 @@ struct TestServer {
         app.Get("/where", [](const httplib::Request&, httplib::Response& res) {
             res.set_content(on_fiber() ? "fiber\n" : "thread\n", "text/plain");
         });
+        app.Get("/throw", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content("half done\n", "text/plain"); // set before the throw: never sent
+            throw std::runtime_error(exception_text);
+        });
         connector = std::make_unique<Connector>(app, options);
         connector->start();
     }
@@ -57,6 +65,22 @@ TEST_CASE("a kept-alive connection serves request after request", "[lesson03][co
         CHECK(response.find("Keep-Alive: timeout=5, max=100") != std::string::npos);
     }
     CHECK(server.connector->open_connections() == 1);
+}
+
+TEST_CASE("a handler's exception is answered with a plain 500 that carries none of its text",
+          "[lesson03][connector]") {
+    TestServer server;
+    RawConnection client(server.port());
+    REQUIRE(client.send(get_request("/throw")));
+    const std::string response = client.receive_response(5s);
+    STEP("GET /throw answered:\n" << response);
+    CHECK(status_of(response) == 500);
+    CHECK(response.find("EXCEPTION_WHAT") == std::string::npos); // cpp-httplib's default leak
+    CHECK(response.find(exception_text) == std::string::npos);
+    CHECK(body_of(response).empty());
+    // The connection goes on serving: a handler's exception is the request's, not the server's.
+    REQUIRE(client.send(get_request("/hello")));
+    CHECK(body_of(client.receive_response(5s)) == "hello\n");
 }
 
 TEST_CASE("pipelined requests on one connection are answered in order", "[lesson03][connector]") {

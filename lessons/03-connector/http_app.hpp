@@ -6,10 +6,16 @@
 // connector can feed it our fiber-aware stream instead of the library's blocking sockets.
 #pragma once
 
+#include "handler_exceptions.hpp"
+
 #include <httplib.h>
 
 class HttpApp : public httplib::Server {
 public:
+    // A handler's exception is answered with a bare 500, its text on stderr, never to the
+    // client (handler_exceptions.hpp). An application may install its own mapping over it.
+    HttpApp() { answer_exceptions_plainly(*this); }
+
     // Serves one request whose head is already buffered in `stream`. With `close_connection`
     // the response says "Connection: close". Sets `connection_closed` when the client asked to
     // close. Returns false when the client went away or the request could not be read.

@@ -176,7 +176,8 @@ struct GatedServer {
 
 } // namespace
 
-TEST_CASE("the error mapping answers a rejection 503 with its message", "[lesson06][mapping]") {
+TEST_CASE("the error mapping answers a rejection 503 with its message, anything else a bare 500",
+          "[lesson06][mapping]") {
     GatedServer server(true);
     const std::string rejected = server.get_request("/guarded");
     STEP("GET /guarded: " << rejected);
@@ -186,7 +187,7 @@ TEST_CASE("the error mapping answers a rejection 503 with its message", "[lesson
     const std::string broken = server.get_request("/broken");
     STEP("GET /broken: " << broken);
     CHECK(status_of(broken) == 500);
-    CHECK(body_of(broken) == "something else broke\n");
+    CHECK(broken.find("something else broke") == std::string::npos); // a bare 500, as unmapped
 }
 
 TEST_CASE("without the mapping the rejection surfaces as a 500 with no body",
@@ -196,6 +197,6 @@ TEST_CASE("without the mapping the rejection surfaces as a 500 with no body",
     STEP("GET /guarded: " << rejected);
     CHECK(status_of(rejected) == 500);
     CHECK(body_of(rejected).empty());
-    // cpp-httplib's default only leaks the message into a header.
-    CHECK(rejected.find("EXCEPTION_WHAT: Concurrency limit reached: 0") != std::string::npos);
+    // HttpApp's default keeps the message off the wire: cpp-httplib's would put it in a header.
+    CHECK(rejected.find("Concurrency limit reached") == std::string::npos);
 }

@@ -1,13 +1,19 @@
 // Lesson 08 checkpoint: each pitfall fails with its --bad-... flag and not without it. Every
 // verdict rests on an order of events the server cannot change, never on how fast it runs.
+#include "cpu_work.hpp"
+#include "request_context.hpp"
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <memory>
 #include <poll.h>
 #include <set>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
 
 namespace {
 const std::string lesson08 = BIN_DIR "/lesson08";
@@ -41,6 +47,25 @@ int answers_with_another_id(const std::vector<std::string>& flags, const std::st
 bool has_unread_bytes(const RawConnection& connection) {
     pollfd p{connection.fd(), POLLIN, 0};
     return ::poll(&p, 1, 0) == 1;
+}
+
+// The CPU time process `pid` has used so far, all its threads (utime + stime of /proc/PID/stat).
+std::chrono::milliseconds cpu_time_of(int pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    // Fields 14 and 15, counted after the command name, which is in parentheses.
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string skip;
+    for (int field = 3; field <= 13; ++field)
+        fields >> skip;
+    long user = 0, system = 0;
+    fields >> user >> system;
+    return std::chrono::milliseconds((user + system) * 1000 / ::sysconf(_SC_CLK_TCK));
+}
+
+// GET /cpu?ms=<the most a request may ask>.
+std::string largest_cpu_request() {
+    return get_request("/cpu?ms=" + std::to_string(max_cpu_time.count()));
 }
 } // namespace
 
@@ -144,10 +169,117 @@ TEST_CASE("lesson08 refuses contradictory flags and bad query values", "[lesson0
         INFO("--help: " << output);
         CHECK(output.find(std::string(flag) + " ") != std::string::npos);
     }
+    for (const char* queue : {"-1", "10001"}) {
+        CHECK(run_program({lesson08, "--cpu-queue", queue}, output) == 2);
+        CHECK(output == "lesson08: --cpu-queue: '" + std::string(queue) +
+                            "' is not in 0..10000 (try --help)\n");
+    }
     ServerProcess server(lesson08, {}, "lesson08-bad-queries");
-    for (const char* path : {"/cpu?ms=soon", "/cpu?ms=-1", "/locked?ms=1e3", "/request-id",
-                             "/request-id?id=1&together=0"}) {
+    const std::string too_much_cpu = std::to_string(max_cpu_time.count() + 1);
+    for (const std::string& path : std::vector<std::string>{
+             "/cpu?ms=soon", "/cpu?ms=-1", "/cpu?ms=" + too_much_cpu, "/cpu?ms=60000",
+             "/locked?ms=1e3", "/request-id", "/request-id?id=1&together=0"}) {
         INFO("GET " << path);
         CHECK(http_get(server.port(), path).status == 400);
     }
+}
+
+TEST_CASE("a request id that is not visible ASCII or is too long is a 400, and no answer "
+          "carries an exception's text",
+          "[lesson08]") {
+    ServerProcess server(lesson08, {}, "lesson08-bad-ids");
+    const std::string longest(max_request_id_length, '7');
+    // %FF is no UTF-8 at all; %C3%A9 is UTF-8 (an e with an accent) but not ASCII; %01 and %20
+    // are a control character and a space.
+    for (const std::string& id :
+         std::vector<std::string>{"%FF", "%C3%A9", "7%01", "7%207", longest + "7"}) {
+        RawConnection client(server.port());
+        REQUIRE(client.send(get_request("/request-id?id=" + id)));
+        const std::string response = client.receive_response(answer_within);
+        INFO("GET /request-id?id=" << id << " got: " << response);
+        CHECK(status_of(response) == 400);
+        CHECK(response.find("EXCEPTION_WHAT") == std::string::npos);
+    }
+    CHECK(http_get(server.port(), "/request-id?id=" + longest).status == 200);
+    CHECK(http_get(server.port(), "/request-id?id=!~").status == 200);
+}
+
+TEST_CASE("when the CPU threads and their queue are full, /cpu is refused with a 503 at once",
+          "[lesson08]") {
+    ServerProcess server(lesson08, {"--cpu-threads", "1", "--cpu-queue", "1"}, "lesson08-cpu-full");
+    STEP("lesson08 --cpu-threads 1 --cpu-queue 1: room for one computing and one waiting");
+    std::vector<std::unique_ptr<RawConnection>> clients;
+    std::vector<pollfd> answers;
+    for (int i = 0; i < 3; ++i) {
+        clients.push_back(std::make_unique<RawConnection>(server.port()));
+        REQUIRE(clients.back()->send(largest_cpu_request()));
+        answers.push_back({clients.back()->fd(), POLLIN, 0});
+    }
+    STEP("three GET /cpu?ms=" << max_cpu_time.count() << " sent, each on its connection");
+    // The first answer to arrive must be the refusal: an admitted request needs a whole second
+    // of the CPU thread's time before it can answer, and the three were sent microseconds apart.
+    REQUIRE(::poll(answers.data(), answers.size(), 60'000) > 0);
+    int refusals = 0, first_answered = -1;
+    for (int i = 0; i < 3; ++i)
+        if (answers[i].revents != 0) first_answered = i;
+    std::vector<int> statuses;
+    for (auto& client : clients) {
+        statuses.push_back(status_of(client->receive_response(answer_within)));
+        if (statuses.back() == 503) ++refusals;
+    }
+    STEP("statuses " << Catch::Detail::stringify(statuses) << "; the first to arrive: request "
+                     << first_answered + 1);
+    CHECK(refusals == 1);
+    REQUIRE(first_answered >= 0);
+    CHECK(statuses[first_answered] == 503);
+}
+
+TEST_CASE("after abandoned /cpu requests of the largest size, /hello is answered and /cpu is "
+          "again within the bound of what the lane holds",
+          "[lesson08]") {
+    constexpr int cpu_threads = 1, cpu_queue = 2, abandoned = 6;
+    ServerProcess server(lesson08,
+                         {"--carriers", "1", "--cpu-threads", std::to_string(cpu_threads),
+                          "--cpu-queue", std::to_string(cpu_queue)},
+                         "lesson08-cpu-abandoned");
+    for (int i = 0; i < abandoned; ++i) {
+        RawConnection client(server.port());
+        REQUIRE(client.send(largest_cpu_request()));
+    } // each client hangs up as soon as it has sent its request
+    STEP(abandoned << " GET /cpu?ms=" << max_cpu_time.count() << " sent and abandoned");
+    // The lane holds at most (threads + queue) requests, each at most max_cpu_time: that much
+    // CPU time, spread over the CPU threads, is all the work a new request can find ahead of it.
+    const auto lane_work = (cpu_threads + cpu_queue) * max_cpu_time;
+    const auto lane_drains_within = lane_work / cpu_threads;
+    // A guard against a hang, not a measure: even a CPU thread that gets a thirtieth of a core
+    // drains the lane within it (under two busy loops it took 6 to 19 s here). The CPU time
+    // checked at the end is what tells a bounded lane from one that computes everything.
+    const auto bound = 30 * lane_drains_within + std::chrono::seconds(5);
+
+    RawConnection hello(server.port());
+    REQUIRE(hello.send(get_request("/hello")));
+    const std::string hello_response = hello.receive_response(answer_within);
+    STEP("/hello got: " << hello_response.substr(0, hello_response.find('\r')));
+    CHECK(status_of(hello_response) == 200);
+
+    // Each answer is a 200, or a 503 while the lane is still full: then ask again a little later.
+    const auto start = std::chrono::steady_clock::now();
+    int refused = 0, status = 0;
+    while (std::chrono::steady_clock::now() - start < bound) {
+        RawConnection client(server.port());
+        REQUIRE(client.send(get_request("/cpu?ms=1")));
+        status = status_of(client.receive_response(bound));
+        if (status != 503) break;
+        ++refused;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const auto server_cpu = cpu_time_of(server.pid());
+    STEP("GET /cpu?ms=1: " << refused << " times 503, then " << status << " after "
+                           << seconds_since(start) << " s; the server has used "
+                           << server_cpu.count() << " ms of CPU time");
+    CHECK(status == 200);
+    // The 200 came once the lane had drained, having computed at most the lane's worth of the
+    // abandoned requests and refused the rest: never all of them (a second of slack for
+    // everything else the server did).
+    CHECK(server_cpu.count() < (lane_work + std::chrono::seconds(1)).count());
 }

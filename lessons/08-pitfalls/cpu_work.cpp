@@ -1,8 +1,10 @@
 #include "cpu_work.hpp"
 
+#include "concurrency_gate.hpp"
 #include "process.hpp"
 #include "query_param.hpp"
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -30,33 +32,47 @@ std::uint64_t compute_for(std::chrono::milliseconds cpu_time) {
     return x;
 }
 
-void add_cpu_route(httplib::Server& server, CpuPlacement placement, PlatformExecutor* cpu_threads) {
-    if (placement == CpuPlacement::on_cpu_threads && cpu_threads == nullptr)
-        throw std::logic_error("add_cpu_route: on_cpu_threads needs the threads");
-    server.Get(
-        "/cpu", [placement, cpu_threads](const httplib::Request& req, httplib::Response& res) {
-            std::chrono::milliseconds cpu_time{};
+void add_cpu_route(httplib::Server& server, CpuPlacement placement, PlatformExecutor* cpu_threads,
+                   int queue) {
+    if (placement == CpuPlacement::on_cpu_threads && (cpu_threads == nullptr || queue < 0))
+        throw std::logic_error("add_cpu_route: on_cpu_threads needs the threads and a queue >= 0");
+    // On the CPU threads, lesson 06's gate (REJECT) lets in as many requests as there are
+    // threads plus the queue: the rest are turned away before they queue.
+    std::shared_ptr<ConcurrencyGate> lane;
+    if (placement == CpuPlacement::on_cpu_threads)
+        lane = std::make_shared<ConcurrencyGate>(GateOptions{
+            cpu_threads->threads_max() + queue, GatePolicy::reject, true, "the CPU threads"});
+    server.Get("/cpu", [placement, cpu_threads, lane](const httplib::Request& req,
+                                                      httplib::Response& res) {
+        std::chrono::milliseconds cpu_time{};
+        try {
+            cpu_time = std::chrono::milliseconds(
+                whole_number_param(req, "ms", 20, 0, max_cpu_time.count()));
+        } catch (const std::invalid_argument& e) {
+            return answer_bad_request(res, e.what());
+        }
+        std::uint64_t result = 0;
+        std::string computed_on;
+        auto work = [&] {
+            result = compute_for(cpu_time);
+            computed_on = thread_label();
+            return true;
+        };
+        if (placement == CpuPlacement::on_cpu_threads) {
             try {
-                // At most a minute: no request holds a core longer than a reader would wait.
-                cpu_time = std::chrono::milliseconds(whole_number_param(req, "ms", 20, 0, 60'000));
-            } catch (const std::invalid_argument& e) {
-                return answer_bad_request(res, e.what());
+                const auto place = lane->enter(); // throws at once when the lane is full
+                cpu_threads->run(work);           // parks this fiber; a CPU thread computes
+            } catch (const ConcurrencyLimitReached&) {
+                res.status = 503; // busy, not broken: the client may try again
+                const nlohmann::json busy = {{"error", "the CPU threads and their queue are full"}};
+                return res.set_content(busy.dump() + "\n", "application/json");
             }
-            std::uint64_t result = 0;
-            std::string computed_on;
-            auto work = [&] {
-                result = compute_for(cpu_time);
-                computed_on = thread_label();
-                return true;
-            };
-            if (placement == CpuPlacement::on_cpu_threads) {
-                cpu_threads->run(work); // parks this fiber; a CPU thread computes
-            } else {
-                work(); // holds whatever runs the handler: under vt, the carrier
-            }
-            const nlohmann::ordered_json answer = {{"cpu_ms", cpu_time.count()},
-                                                   {"result", std::to_string(result)},
-                                                   {"computed_on", computed_on}};
-            res.set_content(answer.dump() + "\n", "application/json");
-        });
+        } else {
+            work(); // holds whatever runs the handler: under vt, the carrier
+        }
+        const nlohmann::ordered_json answer = {{"cpu_ms", cpu_time.count()},
+                                               {"result", std::to_string(result)},
+                                               {"computed_on", computed_on}};
+        res.set_content(answer.dump() + "\n", "application/json");
+    });
 }

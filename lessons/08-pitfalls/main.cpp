@@ -3,6 +3,7 @@
 //   GET /request-id?id=7&together=10   request-scoped data: thread_local is per carrier
 //   GET /locked?ms=100                 a std::mutex held across a fiber wait: a deadlock
 //   GET /cpu?ms=20, GET /hello         CPU-bound work holds its carrier; /hello waits behind it
+//                                      (ms up to max_cpu_time; past --cpu-queue waiting, a 503)
 //
 // A watchdog thread reports any carrier that stops switching fibers for 2 s.
 #include "benchmark_routes.hpp"
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
     std::string profile = "vt";
     int threads_max = 200;
     int cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // With max_cpu_time (a second) per request, the last of 8 waiting for 2 CPU threads has at
+    // most 5 s of CPU ahead of it on each thread (4 queued per thread, plus the one computing).
+    int cpu_queue = 8;
     bool bad_thread_local = false, fiber_specific = false, bad_std_mutex = false,
          bad_cpu_on_carrier = false;
     Flags flags("lesson08", "Three pitfalls of fibers, each with an ANTI-PATTERN flag and its "
@@ -49,7 +53,12 @@ int main(int argc, char** argv) {
              "ANTI-PATTERN: under --profile vt, /cpu computes on the carrier, and every other "
              "fiber there (a /hello) waits until it is done")
         .add("cpu-threads", cpu_threads, 1, 1024,
-             "under --profile vt, /cpu computes on this many OS threads while its fiber parks");
+             "under --profile vt, /cpu computes on this many OS threads while its fiber parks")
+        // Each waiting request holds a connection: a queue longer than the connector's 8,192
+        // could never fill, so 10,000 is past any use.
+        .add("cpu-queue", cpu_queue, 0, 10'000,
+             "under --profile vt, how many /cpu requests may wait for a CPU thread; one more is "
+             "answered 503 at once (0: whenever every CPU thread is computing)");
     flags.parse(argc, argv);
     if (bad_thread_local && fiber_specific)
         fail("lesson08", "--bad-thread-local and --fiber-specific exclude each other (try --help)",
@@ -69,7 +78,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<PlatformExecutor> cpu_pool;
     if (vt && !bad_cpu_on_carrier) cpu_pool = std::make_unique<PlatformExecutor>(cpu_threads);
     add_cpu_route(app, cpu_pool ? CpuPlacement::on_cpu_threads : CpuPlacement::on_handler,
-                  cpu_pool.get());
+                  cpu_pool.get(), cpu_queue);
 
     RequestMetrics metrics; // the wirings count requests in flight; nobody reads them here
     std::unique_ptr<PlatformExecutor> platform;

@@ -2,6 +2,7 @@
 
 #include "query_param.hpp"
 
+#include <algorithm>
 #include <boost/fiber/fss.hpp>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,12 @@ thread_local RequestContext carrier_context;
 // One value per fiber. A fiber here is a connection, which may carry many requests one after
 // another, so the handler clears it when the request ends.
 boost::fibers::fiber_specific_ptr<RequestContext> fiber_context;
+
+// True when `id` is what max_request_id_length says an id may be.
+bool usable_request_id(const std::string& id) {
+    return !id.empty() && id.size() <= max_request_id_length &&
+           std::all_of(id.begin(), id.end(), [](char c) { return c >= '!' && c <= '~'; });
+}
 
 // The code "far from the handler" that needs the request's id.
 std::string id_for_the_log(const RequestContext& context) {
@@ -71,7 +78,10 @@ void add_request_id_route(httplib::Server& server, ContextStore store, Meeting& 
     server.Get(
         "/request-id", [store, &meeting](const httplib::Request& req, httplib::Response& res) {
             const std::string id = req.get_param_value("id");
-            if (id.empty()) return answer_bad_request(res, "id must be given: ?id=7");
+            if (!usable_request_id(id))
+                return answer_bad_request(res, "id must be 1 to " +
+                                                   std::to_string(max_request_id_length) +
+                                                   " visible ASCII characters: ?id=7");
             int together = 1;
             try {
                 together = static_cast<int>(whole_number_param(req, "together", 1, 1, 10'000));
