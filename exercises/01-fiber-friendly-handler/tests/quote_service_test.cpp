@@ -85,6 +85,7 @@ TEST_CASE("a fiber waiting for a price gets it when a fiber on the same carrier 
         PriceBoard board;
         std::optional<int> price;
         double waited_ms = 0;
+        std::optional<int> sugar[2];
     };
     const auto shared = std::make_shared<Shared>();
     PriceBoard& board = shared->board;
@@ -111,6 +112,24 @@ TEST_CASE("a fiber waiting for a price gets it when a fiber on the same carrier 
     std::optional<int> again;
     REQUIRE(carrier.run([&] { again = board.wait_for_price("tea", 3000ms); }));
     CHECK(again.value_or(-1) == 250);
+
+    // Two waiters for one price: a publish that wakes only one of them leaves the other asleep
+    // until its timeout, which it then reports as "no price".
+    auto sugar_a = carrier.start(
+        [shared] { shared->sugar[0] = shared->board.wait_for_price("sugar", 2000ms); });
+    auto sugar_b = carrier.start(
+        [shared] { shared->sugar[1] = shared->board.wait_for_price("sugar", 2000ms); });
+    // Started after them on the same carrier: it runs once both have parked.
+    REQUIRE(carrier.run([&] { board.publish("sugar", 40); }));
+    REQUIRE(carrier.finished(sugar_a));
+    REQUIRE(carrier.finished(sugar_b));
+    const auto told = [](const std::optional<int>& p) {
+        return p ? std::to_string(*p) : "nothing";
+    };
+    STEP("two fibers waited up to 2 s for the price of sugar; a third published 40; they got "
+         << told(shared->sugar[0]) << " and " << told(shared->sugar[1]));
+    CHECK(shared->sugar[0].value_or(-1) == 40);
+    CHECK(shared->sugar[1].value_or(-1) == 40);
 }
 
 TEST_CASE("a price published by a plain thread wakes a waiting fiber and the carrier stays free",
