@@ -5,23 +5,30 @@
     /usr/bin/python3 exercises/common/mutants_test.py 07 11     only these exercises'
 
 A mutant is a known-wrong variant of a reference solution, one a student could plausibly write:
-exercises/NN-name/mutants/<slug>.patch. Its first line says what is wrong ('# notify() does
+solutions/NN-name/mutants/<slug>.patch. Its first line says what is wrong ('# notify() does
 nothing'); the rest is a unified diff against the files of solutions/NN-name/, named a/<file>
 and b/<file>, which `patch -p1` applies in a copy of that folder (patch skips the lines before
 the first '---'). An exercise whose tests give a mutant full marks does not test what its README
-asks for.
+asks for. The mutants live with the solutions because their diffs quote them: a handout without
+solutions/ has none.
 
-For each exercise this builds, in $BUILD/mutants/, a copy of the exercise folder with the
-solution's files in place of the stub's, grades it once as it is (it must get full marks: the
-control), then once per mutant with the mutant's patch applied, each with
-`exercises/grade --root $BUILD/mutants/exercises NN --json FILE`. It fails, naming the mutant,
-when a mutant gets full marks, when a patch has no description line or no longer applies
-cleanly, when a mutant does not compile (it would lose its points for nothing), and when an
-exercise has fewer than MIN_MUTANTS mutants. The build folder is kept between runs, so only the
-files a mutant changes are compiled again.
+For each exercise this makes, in $BUILD/mutants/lane-N/exercises/, a copy of the exercise folder
+with the solution's files in place of the stub's, and grades it once per mutant with the
+mutant's patch applied: `exercises/grade --root $BUILD/mutants/lane-N/exercises NN --json FILE`,
+in the lane's build folder. Two lanes of exercises run side by side (LANES). It prints each
+mutant's score and the tests it failed, and fails, naming the mutant, when
+- a mutant gets full marks: the tests do not catch it;
+- a mutant passes no test at all: a subtle mistake keeps most of the work right, so this one
+  (or the copy it was graded in) is broken, and its lost points say nothing;
+- a patch has no description line, no longer applies cleanly, or does not compile;
+- an exercise has fewer than MIN_MUTANTS mutants.
+The unpatched copies are not graded: exercises_solutions_get_full_marks grades the same sources
+with the same tests. The build folders are kept between runs, so a run compiles only the files
+the mutants change.
 
 Standard library and GNU patch only.
 """
+import concurrent.futures
 import json
 import os
 import re
@@ -29,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,7 +45,7 @@ GRADE = REPO / "exercises" / "grade"
 EXERCISES = REPO / "exercises"
 SOLUTIONS = REPO / "solutions"
 BUILD = Path(os.environ.get("BUILD") or REPO / "build").resolve()
-HERE = BUILD / "mutants"  # its own build folder: the grader refuses one made for other exercises
+HERE = BUILD / "mutants"  # build folders of its own: the grader refuses one made for other exercises
 
 # Two at least: one mutant that loses points could be a lucky shot; two show the tests look at
 # more than one thing. Below it the test fails and names the exercise.
@@ -46,8 +54,13 @@ MIN_MUTANTS = 2
 # What a patch starts with: one line that says what is wrong.
 DESCRIPTION = re.compile(r"^# \S.*$")
 
-# The exercise folder's parts that are no student's files.
-NOT_COPIED = {"mutants"}
+# Where an exercise's mutants are, in its solution's folder.
+MUTANTS = "mutants"
+
+# The grader builds one exercise at a time (mostly one large test source, on one core) and runs
+# its tests one at a time: two lanes of exercises, each with its own build folder, keep both
+# cores of a CI runner busy. More would only compete for them.
+LANES = min(2, os.cpu_count() or 1)
 
 
 def fail_now(message):
@@ -80,14 +93,13 @@ def write_if_changed(path, data):
         path.write_bytes(data)
 
 
-def prepare(exercise):
-    """The exercise folder copied to HERE/exercises, its student files the solution's. Returns
-    (the copy, {student file name: the solution's bytes})."""
-    copy = HERE / "exercises" / exercise.name
+def prepare(exercise, root):
+    """The exercise folder copied into `root`, its student files the solution's. Returns (the
+    copy, {student file name: the solution's bytes})."""
+    copy = root / exercise.name
     for item in exercise.rglob("*"):
-        relative = item.relative_to(exercise)
-        if item.is_file() and relative.parts[0] not in NOT_COPIED:
-            write_if_changed(copy / relative, item.read_bytes())
+        if item.is_file():
+            write_if_changed(copy / item.relative_to(exercise), item.read_bytes())
     solution = SOLUTIONS / exercise.name
     files = {p.name: p.read_bytes() for p in solution.iterdir() if p.is_file()}
     for name, data in files.items():
@@ -114,14 +126,14 @@ def patched(exercise, files, patch):
     return result
 
 
-def grade(copy, log):
+def grade(copy, build, log):
     """Grades the copy; returns (its --json report of this exercise or None, seconds)."""
     results = log.with_suffix(".json")
     results.unlink(missing_ok=True)
     began = time.monotonic()
     with open(log, "w") as out:
         subprocess.run([str(GRADE), "--root", str(copy.parent), copy.name, "--json", str(results)],
-                       env={**os.environ, "BUILD": str(HERE / "build")}, cwd=REPO,
+                       env={**os.environ, "BUILD": str(build)}, cwd=REPO,
                        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     seconds = time.monotonic() - began
     if not results.exists():
@@ -135,77 +147,84 @@ def lost(report):
     return [f"{t['name']} ({t['verdict']})" for t in report["tests"] if t["verdict"] != "pass"]
 
 
-def prepare_all(everyone):
-    """Copies every exercise, graded or not, so that the build folder always knows them all: it
-    is configured for the exercises that are there on its first run, and one added later would
-    be unknown to it. When the set changes, the build folder starts afresh."""
-    names = HERE / "exercises.txt"
+def mutants_of(exercise, copy, files, build):
+    """Grades each mutant of one exercise. Returns (the lines to print, the problems)."""
+    lines, problems = [exercise.name], []
+    folder = SOLUTIONS / exercise.name / MUTANTS
+    patches = sorted(folder.glob("*.patch"))
+    if len(patches) < MIN_MUTANTS:
+        problems.append(f"{exercise.name}: {len(patches)} mutant(s) in solutions/{exercise.name}/"
+                        f"{MUTANTS}/, at least {MIN_MUTANTS} wanted")
+    for patch in patches:
+        name = f"solutions/{exercise.name}/{MUTANTS}/{patch.name}"
+        what = description(patch)
+        if what is None:
+            problems.append(f"{name}: its first line must say what is wrong ('# ...'), "
+                            f"then the diff")
+            continue
+        variant = patched(exercise, files, patch)
+        if isinstance(variant, str):
+            problems.append(f"{name}: {variant}")
+            continue
+        for file, data in variant.items():
+            write_if_changed(copy / file, data)
+        log = HERE / "logs" / f"{exercise.name}--{patch.stem}.log"
+        report, seconds = grade(copy, build, log)
+        if report is None or not report["built"]:
+            problems.append(f"{name} does not compile, so it loses its points for nothing "
+                            f"(log: {log})")
+            continue
+        score = f"{report['points']}/{report['total']}"
+        lines.append(f"  {score:>5}  {patch.stem}: {what} ({seconds:.1f} s)")
+        lines += [f"         lost: {test}" for test in lost(report)]
+        if report["points"] == report["total"]:
+            problems.append(f"{name} ({what}) got full marks, {score}: the tests do not "
+                            f"catch it (log: {log})")
+        if report["passed"] == 0:
+            problems.append(f"{name} passed no test at all: a broken mutant, or a broken "
+                            f"copy (log: {log})")
+    for file, data in files.items():
+        write_if_changed(copy / file, data)
+    return lines, problems
+
+
+def lane(number, everyone, graded, report):
+    """One lane: its own copies of its exercises and its own build folder (the grader builds for
+    one folder of exercises). Every exercise of the lane is copied, graded or not, so the build
+    folder always knows them all; when the lane's set changes, its build folder starts afresh."""
+    folder = HERE / f"lane-{number}"
+    names = folder / "exercises.txt"
     listed = "".join(f"{e.name}\n" for e in everyone)
     if names.exists() and names.read_text() != listed:
-        shutil.rmtree(HERE / "build", ignore_errors=True)
-        shutil.rmtree(HERE / "exercises", ignore_errors=True)
-    copies = {e.name: prepare(e) for e in everyone}
+        shutil.rmtree(folder)
+    copies = {e.name: prepare(e, folder / "exercises") for e in everyone}
     names.write_text(listed)
-    return copies
+    for exercise in graded:
+        report(*mutants_of(exercise, *copies[exercise.name], folder / "build"))
 
 
 def main():
     if shutil.which("patch") is None:
         fail_now("GNU patch is not installed; lessons/tools/setup --no-build installs it")
-    problems = []
     began = time.monotonic()
     (HERE / "logs").mkdir(parents=True, exist_ok=True)
-    copies = prepare_all(exercises([]))
-    for exercise in exercises(sys.argv[1:]):
-        patches = sorted((exercise / "mutants").glob("*.patch"))
-        if len(patches) < MIN_MUTANTS:
-            problems.append(f"{exercise.name}: {len(patches)} mutant(s) in mutants/, "
-                            f"at least {MIN_MUTANTS} wanted")
-        copy, files = copies[exercise.name]
+    everyone, graded = exercises([]), exercises(sys.argv[1:])
+    problems, printing = [], threading.Lock()
 
-        # The control: the copy as it is must get full marks, or a mutant's lost points would
-        # say nothing about its patch.
-        log = HERE / "logs" / f"{exercise.name}.log"
-        report, seconds = grade(copy, log)
-        if report is None or not report["built"] or report["points"] != report["total"]:
-            got = "no result" if report is None else f"{report['points']}/{report['total']}"
-            problems.append(f"{exercise.name}: the unpatched solution got {got} (log: {log}); "
-                            f"its mutants are not graded")
-            print(f"{exercise.name}: the solution itself got {got}, see {log}", flush=True)
-            continue
-        print(f"{exercise.name}: the solution {report['points']}/{report['total']} "
-              f"({seconds:.1f} s)", flush=True)
+    def report(lines, found):
+        with printing:
+            print("\n".join(lines), flush=True)
+            problems.extend(found)
 
-        for patch in patches:
-            name = f"{exercise.name}/mutants/{patch.name}"
-            what = description(patch)
-            if what is None:
-                problems.append(f"{name}: its first line must say what is wrong ('# ...'), "
-                                f"then the diff")
-                continue
-            variant = patched(exercise, files, patch)
-            if isinstance(variant, str):
-                problems.append(f"{name}: {variant}")
-                continue
-            for file, data in variant.items():
-                write_if_changed(copy / file, data)
-            log = HERE / "logs" / f"{exercise.name}--{patch.stem}.log"
-            report, seconds = grade(copy, log)
-            if report is None or not report["built"]:
-                problems.append(f"{name} does not compile, so it loses its points for nothing "
-                                f"(log: {log})")
-                continue
-            score = f"{report['points']}/{report['total']}"
-            print(f"  {score:>5}  {patch.stem}: {what} ({seconds:.1f} s)", flush=True)
-            for test in lost(report):
-                print(f"         lost: {test}")
-            if report["points"] == report["total"]:
-                problems.append(f"{name} ({what}) got full marks, {score}: the tests do not "
-                                f"catch it (log: {log})")
-        for file, data in files.items():
-            write_if_changed(copy / file, data)
+    # Dealt in turns, the same way every run, so each lane's build folder stays warm.
+    lanes = [everyone[i::LANES] for i in range(LANES)]
+    with concurrent.futures.ThreadPoolExecutor(LANES) as pool:
+        runs = [pool.submit(lane, i + 1, mine, [e for e in graded if e in mine], report)
+                for i, mine in enumerate(lanes)]
+        for run in runs:
+            run.result()
 
-    print(f"\n{time.monotonic() - began:.0f} s in all")
+    print(f"\n{time.monotonic() - began:.0f} s in all, {LANES} lane(s)")
     if problems:
         print("\nFAILED:\n" + "\n".join(f"  {p}" for p in problems))
         return 1
