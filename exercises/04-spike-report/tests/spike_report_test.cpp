@@ -99,6 +99,12 @@ TEST_CASE("goodput is successes per second from the warmup to the end of the las
     const SpikeReport whole = summarize(fixture_rows(), 0);
     CHECK(whole.window_s == Approx(11.0));
     CHECK(whole.goodput == Approx(24.0 / 11.0));
+    STEP("a quiet start: a 1,000 ms warmup, then two successes sent at 1,500 and 1,900 ms, "
+         "100 ms each: the window still starts at 1,000 ms, so it is 1 s; goodput is 2 per s");
+    const SpikeReport quiet =
+        summarize(rows_of("ts,status,latency_ms\n1500,200,100\n1900,200,100\n"), 1000);
+    CHECK(quiet.window_s == Approx(1.0));
+    CHECK(quiet.goodput == Approx(2.0));
 }
 
 TEST_CASE("p50 and p95 are nearest-rank percentiles of the successes' latencies",
@@ -121,6 +127,15 @@ TEST_CASE("p50 and p95 are nearest-rank percentiles of the successes' latencies"
     STEP("latencies 1..100 in reverse order: p50 is 50, p95 is 95");
     CHECK(hundred.p50_ms.value_or(-1) == Approx(50.0));
     CHECK(hundred.p95_ms.value_or(-1) == Approx(95.0));
+
+    std::string ten_csv = "ts,status,latency_ms\n";
+    for (int latency = 10; latency <= 100; latency += 10)
+        ten_csv += "0,200," + std::to_string(latency) + "\n";
+    const SpikeReport ten = summarize(rows_of(ten_csv), 0);
+    STEP("ten latencies 10, 20, ..., 100: p50 is rank ceil(0.50 * 10) = 5, which is 50; p95 is "
+         "rank ceil(0.95 * 10) = 10, the slowest, 100");
+    CHECK(ten.p50_ms.value_or(-1) == Approx(50.0));
+    CHECK(ten.p95_ms.value_or(-1) == Approx(100.0));
 
     const SpikeReport one = summarize(rows_of("ts,status,latency_ms\n5,200,42\n"), 0);
     STEP("a single success is both its p50 and its p95");

@@ -16,6 +16,8 @@
 
 #include <atomic>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -23,6 +25,14 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr double free_carrier_gap_ms = 150;
+
+// "c0 c1 c2": the order in which callers got in, for a story.
+std::string joined(const std::vector<std::string>& names) {
+    std::string all;
+    for (const auto& name : names)
+        all += (all.empty() ? "" : " ") + name;
+    return all;
+}
 
 // Lesson 03's connector with the exercise's mapping, and routes behind a gate:
 //   GET /work  enters the gate, then waits (parked) until the test opens `release`
@@ -224,15 +234,41 @@ TEST_CASE("under BLOCK nobody is refused and each caller waits for everyone ahea
     STEP("5 fibers on one carrier call enter() on a BLOCK gate of limit 1, 10 ms apart");
     for (auto& fiber : fibers)
         REQUIRE(carrier.finished(fiber));
-    std::string served;
-    for (const auto& name : order)
-        served += (served.empty() ? "" : " ") + name;
+    const std::string served = joined(order);
     STEP("5 callers, 10 ms apart, 100 ms of work each behind a BLOCK gate of limit 1: served in "
          "the order '"
          << served << "'; the last waited " << waited_ms.back() << " ms");
     CHECK(served == "c0 c1 c2 c3 c4");
     CHECK(gate.rejections() == 0);
     CHECK(waited_ms.back() >= 300); // the queue moved to the gate: 4 x 100 ms - 40 ms of arrival
+
+    // A caller who gives its permit back and asks again at once is behind the one who waits.
+    // On one carrier the order is fixed: B was woken, but has not run when A asks again.
+    std::vector<std::string> again;
+    Latch a_inside;
+    auto a = carrier.start([&] {
+        {
+            ConcurrencyGate::Permit permit = gate.enter();
+            a_inside.open();
+            // Until B waits for the permit (2 s at most: waiting() may not count it yet).
+            for (int ms = 0; ms < 2000 && gate.waiting() < 1; ++ms)
+                boost::this_fiber::sleep_for(1ms);
+        }
+        ConcurrencyGate::Permit permit = gate.enter(); // no yield in between
+        again.push_back("A-again");
+    });
+    auto b = carrier.start([&] {
+        if (!a_inside.wait()) return;
+        ConcurrencyGate::Permit permit = gate.enter();
+        again.push_back("B");
+        boost::this_fiber::sleep_for(20ms);
+    });
+    REQUIRE(carrier.finished(a));
+    REQUIRE(carrier.finished(b));
+    STEP("then A held the permit while B waited; A gave it back and at once asked again: served "
+         "in the order '"
+         << joined(again) << "'");
+    CHECK(joined(again) == "B A-again");
 }
 
 TEST_CASE("behind a BLOCK gate the excess request waits and then gets 200",

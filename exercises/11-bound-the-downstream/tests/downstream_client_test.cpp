@@ -7,7 +7,8 @@
 //   /hold   200 "ok" once the test calls release(): "these calls are in flight" is a fact
 //   /never  no answer, ever, on that connection
 // drop_next(n) makes it close the next n connections it reads a request on, without answering:
-// a kept connection that breaks as it is used.
+// a kept connection that breaks as it is used. close_idle() makes it close every connection that
+// waits for a request: a kept connection that dies while it sits idle in the client.
 #include "downstream_client.hpp"
 #include "exercise_support.hpp"
 
@@ -61,6 +62,12 @@ public:
     int most_open() const { return most_open_; }
     void release() { release_ = true; }
     void drop_next(int n) { drop_ += n; }
+    // Returns once the server thread has closed them (how many it closed).
+    int close_idle() {
+        close_idle_ = true;
+        eventually([&] { return !close_idle_; }, 5000ms);
+        return idle_closed_;
+    }
 
 private:
     struct Connection {
@@ -89,6 +96,16 @@ private:
                         connection.held = false;
                         answer(fd, false);
                     }
+            if (close_idle_) {
+                std::vector<int> idle;
+                for (auto& [fd, connection] : connections_)
+                    if (connection.buffer.empty() && !connection.held && !connection.silent)
+                        idle.push_back(fd);
+                for (const int fd : idle)
+                    close_connection(fd);
+                idle_closed_ += static_cast<int>(idle.size());
+                close_idle_ = false;
+            }
             count_open();
         }
     }
@@ -143,8 +160,9 @@ private:
     int listen_fd_ = -1;
     std::string url_;
     std::map<int, Connection> connections_; // the server thread's only
-    std::atomic<bool> stop_{false}, release_{false};
+    std::atomic<bool> stop_{false}, release_{false}, close_idle_{false};
     std::atomic<int> accepted_{0}, requests_{0}, open_now_{0}, most_open_{0}, drop_{0};
+    std::atomic<int> idle_closed_{0};
     std::thread thread_;
 };
 
@@ -420,7 +438,10 @@ TEST_CASE("a connection that fails or closes gives its place back", "[ex11][task
         calls.push_back(call(client, "/ok", 1000ms));
     }));
     int open_here = -2;
-    REQUIRE(carrier.run([&] { open_here = client.open_here(); }, 2000ms));
+    const auto ask_open_here = [&] {
+        return carrier.run([&] { open_here = client.open_here(); }, 2000ms);
+    };
+    REQUIRE(ask_open_here());
     STEP("per_carrier 1, one fiber: get(\"/close\") "
          << calls[0] << "; get(\"/never\", 200 ms) " << calls[1]
          << "; a get(\"/ok\") the server drops " << calls[2] << "; get(\"/ok\") " << calls[3]
@@ -431,6 +452,23 @@ TEST_CASE("a connection that fails or closes gives its place back", "[ex11][task
     CHECK(calls[3].ok);
     CHECK(calls[4].ok);
     CHECK(open_here == 1);
+
+    // The kept connection dies while it sits idle. The client learns it when the server's FIN
+    // has arrived (on loopback, at once; under load, a little later): so wait for open_here()
+    // to say so, with a limit, rather than guess how long that takes.
+    const int closed = server.close_idle();
+    const int accepted_before = server.accepted();
+    const bool dropped = eventually([&] { return ask_open_here() && open_here == 0; }, 2000ms);
+    Call after;
+    REQUIRE(carrier.run([&] { after = call(client, "/ok", 1000ms); }));
+    STEP("then the server closed the "
+         << closed << " idle kept connection; open_here() " << (dropped ? "said 0" : "still said ")
+         << (dropped ? "" : std::to_string(open_here)) << " within 2 s; get(\"/ok\") " << after
+         << "; the server accepted " << server.accepted() - accepted_before << " more");
+    CHECK(closed == 1);
+    CHECK(dropped);                                  // a closed connection is not open
+    CHECK(after.ok);                                 // its place was given back
+    CHECK(server.accepted() - accepted_before == 1); // on a fresh connection
 }
 
 // ---------------------------------------------------------------- task 4 (stretch)

@@ -1,0 +1,236 @@
+#!/usr/bin/python3
+"""Every mutant loses points: run by CTest (label `exercises`) as exercises_mutants_lose_points.
+
+    /usr/bin/python3 exercises/common/mutants_test.py           every exercise's mutants
+    /usr/bin/python3 exercises/common/mutants_test.py 07 11     only these exercises'
+
+A mutant is a known-wrong variant of a reference solution, one a student could plausibly write:
+solutions/NN-name/mutants/<slug>.patch. Its first line says what is wrong ('# notify() does
+nothing'); the rest is a unified diff against the files of solutions/NN-name/, named a/<file>
+and b/<file>, which `patch -p1` applies in a copy of that folder (patch skips the lines before
+the first '---'). An exercise whose tests give a mutant full marks does not test what its README
+asks for. The mutants live with the solutions because their diffs quote them: a handout without
+solutions/ has none.
+
+For each exercise this makes, in $BUILD/mutants/lane-N/exercises/, a copy of the exercise folder
+with the solution's files in place of the stub's, and grades it once per mutant with the
+mutant's patch applied: `exercises/grade --root $BUILD/mutants/lane-N/exercises NN --json FILE`,
+in the lane's build folder. Two lanes of exercises run side by side (LANES). It prints each
+mutant's score and the tests it failed, and fails, naming the mutant, when
+- a mutant gets full marks: the tests do not catch it;
+- a mutant passes no test at all: a subtle mistake keeps most of the work right, so this one
+  (or the copy it was graded in) is broken, and its lost points say nothing;
+- a patch has no description line, no longer applies cleanly, or does not compile;
+- an exercise has fewer than MIN_MUTANTS mutants.
+The unpatched copies are not graded: exercises_solutions_get_full_marks grades the same sources
+with the same tests. The build folders are kept between runs, so a run compiles only the files
+the mutants change.
+
+Standard library and GNU patch only.
+"""
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+GRADE = REPO / "exercises" / "grade"
+EXERCISES = REPO / "exercises"
+SOLUTIONS = REPO / "solutions"
+BUILD = Path(os.environ.get("BUILD") or REPO / "build").resolve()
+HERE = BUILD / "mutants"  # build folders of its own: the grader refuses one made for other exercises
+
+# Two at least: one mutant that loses points could be a lucky shot; two show the tests look at
+# more than one thing. Below it the test fails and names the exercise.
+MIN_MUTANTS = 2
+
+# What a patch starts with: one line that says what is wrong.
+DESCRIPTION = re.compile(r"^# \S.*$")
+
+# Where an exercise's mutants are, in its solution's folder.
+MUTANTS = "mutants"
+
+# The grader builds one exercise at a time (mostly one large test source, on one core) and runs
+# its tests one at a time: two lanes of exercises, each with its own build folder, keep both
+# cores of a CI runner busy. More would only compete for them.
+LANES = min(2, os.cpu_count() or 1)
+
+
+def fail_now(message):
+    print(f"mutants_test: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def exercises(selected):
+    found = sorted(p for p in EXERCISES.iterdir()
+                   if p.is_dir() and re.match(r"^\d\d-", p.name) and (p / "CMakeLists.txt").exists())
+    if selected:
+        found = [e for e in found if any(e.name.startswith(s) for s in selected)]
+        if not found:
+            fail_now(f"no exercise starts with {' or '.join(selected)}")
+    return found
+
+
+def description(patch):
+    """The patch's first line without its '# ', or None when it has no such line."""
+    lines = patch.read_text().splitlines()
+    if not lines or not DESCRIPTION.match(lines[0]) or not any(l.startswith("--- ") for l in lines):
+        return None
+    return lines[0][2:]
+
+
+def write_if_changed(path, data):
+    # Unchanged files keep their time stamps, so a mutant rebuilds only what it changes.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_bytes() != data:
+        path.write_bytes(data)
+
+
+def prepare(exercise, root):
+    """The exercise folder copied into `root`, its student files the solution's. Returns (the
+    copy, {student file name: the solution's bytes})."""
+    copy = root / exercise.name
+    for item in exercise.rglob("*"):
+        if item.is_file():
+            write_if_changed(copy / item.relative_to(exercise), item.read_bytes())
+    solution = SOLUTIONS / exercise.name
+    files = {p.name: p.read_bytes() for p in solution.iterdir() if p.is_file()}
+    for name, data in files.items():
+        write_if_changed(copy / name, data)
+    return copy, files
+
+
+def patched(exercise, files, patch):
+    """The solution's files with `patch` applied ({name: bytes}), or a string saying why not."""
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, data in files.items():
+            (Path(scratch) / name).write_bytes(data)
+        # --fuzz=0: a hunk whose context moved in the solution must be refreshed, not guessed.
+        done = subprocess.run(["patch", "-p1", "--batch", "--fuzz=0", "--no-backup-if-mismatch",
+                               "--reject-file=-", "--silent", "-d", scratch, "-i", str(patch)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if done.returncode != 0:
+            return f"does not apply to solutions/{exercise.name}: {done.stdout.strip()}"
+        result = {p.name: p.read_bytes() for p in Path(scratch).iterdir() if p.is_file()}
+    if set(result) != set(files):
+        return "adds or removes files: a mutant only changes the solution's own files"
+    if result == files:
+        return "changes nothing"
+    return result
+
+
+def grade(copy, build, log):
+    """Grades the copy; returns (its --json report of this exercise or None, seconds)."""
+    results = log.with_suffix(".json")
+    results.unlink(missing_ok=True)
+    began = time.monotonic()
+    with open(log, "w") as out:
+        subprocess.run([str(GRADE), "--root", str(copy.parent), copy.name, "--json", str(results)],
+                       env={**os.environ, "BUILD": str(build)}, cwd=REPO,
+                       stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    seconds = time.monotonic() - began
+    if not results.exists():
+        return None, seconds
+    report = json.loads(results.read_text())
+    return report["exercises"][0], seconds
+
+
+def lost(report):
+    """The tests a graded exercise did not pass, as 'name (verdict)'."""
+    return [f"{t['name']} ({t['verdict']})" for t in report["tests"] if t["verdict"] != "pass"]
+
+
+def mutants_of(exercise, copy, files, build):
+    """Grades each mutant of one exercise. Returns (the lines to print, the problems)."""
+    lines, problems = [exercise.name], []
+    folder = SOLUTIONS / exercise.name / MUTANTS
+    patches = sorted(folder.glob("*.patch"))
+    if len(patches) < MIN_MUTANTS:
+        problems.append(f"{exercise.name}: {len(patches)} mutant(s) in solutions/{exercise.name}/"
+                        f"{MUTANTS}/, at least {MIN_MUTANTS} wanted")
+    for patch in patches:
+        name = f"solutions/{exercise.name}/{MUTANTS}/{patch.name}"
+        what = description(patch)
+        if what is None:
+            problems.append(f"{name}: its first line must say what is wrong ('# ...'), "
+                            f"then the diff")
+            continue
+        variant = patched(exercise, files, patch)
+        if isinstance(variant, str):
+            problems.append(f"{name}: {variant}")
+            continue
+        for file, data in variant.items():
+            write_if_changed(copy / file, data)
+        log = HERE / "logs" / f"{exercise.name}--{patch.stem}.log"
+        report, seconds = grade(copy, build, log)
+        if report is None or not report["built"]:
+            problems.append(f"{name} does not compile, so it loses its points for nothing "
+                            f"(log: {log})")
+            continue
+        score = f"{report['points']}/{report['total']}"
+        lines.append(f"  {score:>5}  {patch.stem}: {what} ({seconds:.1f} s)")
+        lines += [f"         lost: {test}" for test in lost(report)]
+        if report["points"] == report["total"]:
+            problems.append(f"{name} ({what}) got full marks, {score}: the tests do not "
+                            f"catch it (log: {log})")
+        if report["passed"] == 0:
+            problems.append(f"{name} passed no test at all: a broken mutant, or a broken "
+                            f"copy (log: {log})")
+    for file, data in files.items():
+        write_if_changed(copy / file, data)
+    return lines, problems
+
+
+def lane(number, everyone, graded, report):
+    """One lane: its own copies of its exercises and its own build folder (the grader builds for
+    one folder of exercises). Every exercise of the lane is copied, graded or not, so the build
+    folder always knows them all; when the lane's set changes, its build folder starts afresh."""
+    folder = HERE / f"lane-{number}"
+    names = folder / "exercises.txt"
+    listed = "".join(f"{e.name}\n" for e in everyone)
+    if names.exists() and names.read_text() != listed:
+        shutil.rmtree(folder)
+    copies = {e.name: prepare(e, folder / "exercises") for e in everyone}
+    names.write_text(listed)
+    for exercise in graded:
+        report(*mutants_of(exercise, *copies[exercise.name], folder / "build"))
+
+
+def main():
+    if shutil.which("patch") is None:
+        fail_now("GNU patch is not installed; lessons/tools/setup --no-build installs it")
+    began = time.monotonic()
+    (HERE / "logs").mkdir(parents=True, exist_ok=True)
+    everyone, graded = exercises([]), exercises(sys.argv[1:])
+    problems, printing = [], threading.Lock()
+
+    def report(lines, found):
+        with printing:
+            print("\n".join(lines), flush=True)
+            problems.extend(found)
+
+    # Dealt in turns, the same way every run, so each lane's build folder stays warm.
+    lanes = [everyone[i::LANES] for i in range(LANES)]
+    with concurrent.futures.ThreadPoolExecutor(LANES) as pool:
+        runs = [pool.submit(lane, i + 1, mine, [e for e in graded if e in mine], report)
+                for i, mine in enumerate(lanes)]
+        for run in runs:
+            run.result()
+
+    print(f"\n{time.monotonic() - began:.0f} s in all, {LANES} lane(s)")
+    if problems:
+        print("\nFAILED:\n" + "\n".join(f"  {p}" for p in problems))
+        return 1
+    print("every mutant lost points")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
