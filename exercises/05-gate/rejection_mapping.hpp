@@ -13,6 +13,6 @@ class Server;
 
 // Installs `app`'s exception handler:
 //   ConcurrencyLimitReached  -> 503 Service Unavailable, body: the message and "\n" (text/plain)
-//   any other std::exception -> 500, body: the message and "\n"
-//   anything else            -> 500, body: "unknown error\n"
+//   anything else            -> what every server here answers: a bare 500, the exception's text
+//                               on stderr only (answer_internal_error, handler_exceptions.hpp)
 void map_rejections_to_503(httplib::Server& app);

@@ -1,23 +1,20 @@
 #include "rejection_mapping.hpp"
 
 #include "concurrency_gate.hpp"
+#include "handler_exceptions.hpp"
 
 #include <httplib.h>
 
 void map_rejections_to_503(httplib::Server& app) {
     app.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+        [](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
             try {
                 std::rethrow_exception(error);
             } catch (const ConcurrencyLimitReached& e) {
                 res.status = 503; // busy, not broken: the client may try again later
                 res.set_content(std::string(e.what()) + "\n", "text/plain");
-            } catch (const std::exception& e) {
-                res.status = 500;
-                res.set_content(std::string(e.what()) + "\n", "text/plain");
             } catch (...) {
-                res.status = 500;
-                res.set_content("unknown error\n", "text/plain");
+                answer_internal_error(req, res, error); // broken: a bare 500, the text on stderr
             }
         });
 }
