@@ -38,7 +38,7 @@ Failures failures(const SpikePlan& plan, Wiring wiring) {
     Failures failed;
     const Placement at = where_they_wait(plan, wiring);
     const double depth = deepest_queue(plan);
-    // The 1e-9: 30 s / 0.05 s is 599.99999... in binary; a borrower at the line itself is served.
+    // The 1e-9: 1 / 0.07 s x 0.7 s is 9.999999... in binary; a borrower at the line is served.
     const double excess = at.pool_waiters - std::floor(depth + 1e-9);
     if (excess > 0) {
         failed.status = 500;
