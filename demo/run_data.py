@@ -1,7 +1,6 @@
-"""What demo/report and demo/figures share: a results folder's settings (run.env, written by
-demo/run), its runs' CSVs read through the spike tool's `summarize` (lessons/tools/spike/summarize,
-whose definitions of goodput, steady state and percentiles are the demo's too), and the shape the
-queueing math predicts.
+"""A demo results folder, read: its settings (run.env, written by demo/run), its runs' CSVs read
+through the spike tool's `summarize` (lessons/tools/spike/summarize, whose definitions of goodput,
+steady state and percentiles are the demo's too), and the shape the queueing math predicts.
 """
 import importlib.machinery
 import importlib.util

@@ -1,4 +1,4 @@
-// Helpers for tests that need a real PostgreSQL (lessons 04-06). Nothing here is mocked.
+// Helpers for tests that need a real PostgreSQL. Nothing here is mocked.
 //
 // The shared server: CTest's `postgres` fixture starts one per build directory before the tests
 // that name it (lesson_test(... FIXTURES postgres)) and stops it after them; its connection

@@ -1,6 +1,6 @@
 // The body of GET /metrics: Prometheus's text exposition format (version 0.0.4), which
-// Prometheus, Grafana agents and the spike's probe (lessons/tools/spike/probe.hpp) read. Written
-// by hand on purpose: the format is a few plain lines, and seeing them is part of the lesson.
+// Prometheus and Grafana agents read. Written by hand on purpose: the format is a few plain
+// lines, and seeing them is part of the lesson.
 //
 //   # HELP pool_connections_pending Borrowers waiting for a database connection.
 //   # TYPE pool_connections_pending gauge

@@ -1,4 +1,4 @@
-// Helpers for the tests of lessons 05 and 06 that run the real server on a real PostgreSQL:
+// Helpers for tests that run the real server on a real PostgreSQL:
 // its management port, its --print-config, and a short spike against it with its CSVs read back.
 #pragma once
 

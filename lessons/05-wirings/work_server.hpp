@@ -1,6 +1,6 @@
-// The application of lessons 05 and 06, assembled: GET /work (lesson 04's pool and work
-// service) behind the connector (lesson 03), run by the wiring the profile names, with the
-// management port beside it. A lesson's main() picks the profiles it offers and adds its routes.
+// The application, assembled: GET /work (lesson 04's pool and work service) behind the
+// connector (lesson 03), run by the wiring the profile names, with the management port beside
+// it. A lesson's main() picks the profiles it offers and adds its routes.
 //
 //   WorkServer server(options, "lesson05");        // pool, app, executor, connector, management
 //   add_work_route(server.app(), server.work());   // GET /work
@@ -32,7 +32,7 @@ struct ServerOptions {
     // Spring Boot's usual separate management port: /health and /metrics live there.
     int management_port = 8081;
     bool print_config = false;
-    // What effective_settings() reports the application serves; lesson 07 serves its own route.
+    // What effective_settings() reports the application serves (a lesson may serve its own).
     std::string endpoint = "GET /work";
     std::string query = WorkService::query;
     ConnectorOptions connector;
@@ -73,7 +73,7 @@ public:
 
     HttpApp& app() { return app_; }
     WorkService& work() { return *work_; }
-    PgPool& pool() { return *pool_; } // for a lesson's own routes (lesson 07)
+    PgPool& pool() { return *pool_; } // for a lesson's own routes
     // Add a component's metrics before run().
     ManagementServer& management() { return *management_; }
 

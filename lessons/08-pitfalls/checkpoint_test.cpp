@@ -84,7 +84,7 @@ TEST_CASE("a thread_local request id is read back by other requests' fibers, and
                                   "lesson08-tl-platform") == 0);
 }
 
-TEST_CASE("a std::mutex held across a fiber wait hangs the carrier, and the watchdog says so",
+TEST_CASE("a std::mutex held across a fiber wait hangs the carrier, and the stall alarm says so",
           "[lesson08][checkpoint]") {
     ServerProcess server(lesson08, {"--carriers", "1", "--bad-std-mutex"}, "lesson08-std-mutex");
     STEP("lesson08 --carriers 1 --bad-std-mutex, log " << server.log_path());
@@ -93,10 +93,10 @@ TEST_CASE("a std::mutex held across a fiber wait hangs the carrier, and the watc
     REQUIRE(first.send(get_request("/locked?ms=5000")));
     REQUIRE(second.send(get_request("/locked?ms=5000")));
     STEP("two GET /locked?ms=5000 sent on one carrier");
-    // The watchdog speaks after 2 s of silence; 30 s allows for a machine that is very busy.
+    // The stall alarm speaks after 2 s of silence; 30 s allows for a machine that is very busy.
     const bool reported = eventually(
         [&] {
-            return server.log().find("watchdog: carrier-0 has run no other fiber for 2 s") !=
+            return server.log().find("stall alarm: carrier-0 has run no other fiber for 2 s") !=
                    std::string::npos;
         },
         std::chrono::seconds(30));
@@ -126,7 +126,7 @@ TEST_CASE("with boost::fibers::mutex, ten requests holding the lock across a wai
     }
     STEP("server log:\n" << server.log());
     CHECK(updates.size() == 10); // one update each, none lost: the lock excluded
-    CHECK(server.log().find("watchdog") == std::string::npos);
+    CHECK(server.log().find("stall alarm") == std::string::npos);
 }
 
 TEST_CASE("a /hello sent while /cpu computes on the only carrier waits for it, but not "

@@ -5,9 +5,8 @@
 //   GET /cpu?ms=20, GET /hello         CPU-bound work holds its carrier; /hello waits behind it
 //                                      (ms up to max_cpu_time; past --cpu-queue waiting, a 503)
 //
-// A watchdog thread reports any carrier that stops switching fibers for 2 s.
+// A stall alarm reports any carrier that stops switching fibers for 2 s.
 #include "benchmark_routes.hpp"
-#include "carrier_watchdog.hpp"
 #include "connector_flags.hpp"
 #include "cpu_work.hpp"
 #include "fiber_sleep.hpp"
@@ -15,6 +14,7 @@
 #include "platform_executor.hpp"
 #include "process.hpp"
 #include "request_context.hpp"
+#include "stall_alarm.hpp"
 #include "wiring.hpp"
 
 #include <algorithm>
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
              "passing it explicitly (both are correct)")
         .add("bad-std-mutex", bad_std_mutex,
              "ANTI-PATTERN: /locked holds a std::mutex across its fiber-aware wait; two "
-             "requests on one carrier deadlock it (the watchdog reports it)")
+             "requests on one carrier deadlock it (the stall alarm reports it)")
         .add("bad-cpu-on-carrier", bad_cpu_on_carrier,
              "ANTI-PATTERN: under --profile vt, /cpu computes on the carrier, and every other "
              "fiber there (a /hello) waits until it is done")
@@ -83,9 +83,9 @@ int main(int argc, char** argv) {
     RequestMetrics metrics; // the wirings count requests in flight; nobody reads them here
     std::unique_ptr<PlatformExecutor> platform;
     if (!vt) platform = std::make_unique<PlatformExecutor>(threads_max);
-    CarrierWatchdog watchdog; // outlives the connector, whose carriers it watches
+    StallAlarm stall_alarm; // outlives the connector, whose carriers it watches
     Connector connector(app, connector_options,
-                        watchdog.watch(vt ? on_connection_fiber(metrics)
-                                          : on_platform_threads(*platform, metrics)));
+                        stall_alarm.watch(vt ? on_connection_fiber(metrics)
+                                             : on_platform_threads(*platform, metrics)));
     run_until_shutdown(connector, "lesson08");
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Tests of lessons/tools/check-commands: a text with one snag per rule must get exactly those
-snags reported, and the same commands written correctly must pass.
+snags reported, and the same commands written correctly must pass. And of the command line of its
+sibling lessons/tools/check-snippets: help, and a one-line error for a text that is not there.
 
     lessons/tools/check_commands_test.py BUILD_DIR
 """
@@ -12,6 +13,7 @@ import unittest
 from pathlib import Path
 
 TOOL = Path(__file__).resolve().parent / "check-commands"
+SNIPPETS = TOOL.parent / "check-snippets"
 BUILD = sys.argv.pop(1) if len(sys.argv) > 1 else str(TOOL.parent.parent.parent / "build")
 
 
@@ -103,6 +105,12 @@ class Snags(unittest.TestCase):
         self.assert_snag("```sh\nctest --test-dir build -L lesson99\n```\n",
                          "no test is labelled lesson99")
 
+    def test_a_missing_text_is_one_line_not_a_traceback(self):
+        run = subprocess.run([str(TOOL), "no-such-README.md"], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual((run.returncode, run.stderr),
+                         (2, "check-commands: no-such-README.md: no such file\n"))
+
     def test_commands_that_only_print_are_run(self):
         self.assert_clean("```console\n$ build/bin/lesson01 --help\nusage: ...\n```\n")
 
@@ -115,6 +123,21 @@ class Snags(unittest.TestCase):
             Usage: `demo/run [--quick|--full]`, `build/bin/lesson01 ["test name"]`; the word
             `spike` alone; `// ---- do not change ...`; `... request timed out after 30000ms`.
             """)
+
+
+class SnippetsCommandLine(unittest.TestCase):
+    def run_snippets(self, *args):
+        return subprocess.run([str(SNIPPETS), *args], capture_output=True, text=True, timeout=60)
+
+    def test_help_explains_and_exits_0(self):
+        run = self.run_snippets("--help")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("usage: check-snippets", run.stdout)
+
+    def test_a_missing_text_is_one_line_not_a_traceback(self):
+        run = self.run_snippets("no-such-README.md")
+        self.assertEqual(run.returncode, 2)
+        self.assertEqual(run.stderr, "check-snippets: no-such-README.md: no such file\n")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-#include "carrier_watchdog.hpp"
+#include "stall_alarm.hpp"
 
 #include "fiber_stack.hpp"
 
@@ -25,19 +25,19 @@ std::string this_thread_name() {
 
 } // namespace
 
-struct CarrierWatchdog::Heartbeat {
+struct StallAlarm::Heartbeat {
     std::string carrier;
     int requests = 0; // running on this carrier; touched by its fibers only
     std::atomic<bool> beating{false};
     std::atomic<std::int64_t> last_ms{0};
-    bool reported = false; // touched by the watchdog thread only
+    bool reported = false; // touched by the alarm thread only
 };
 
-CarrierWatchdog::CarrierWatchdog(std::chrono::milliseconds stall, std::FILE* out)
+StallAlarm::StallAlarm(std::chrono::milliseconds stall, std::FILE* out)
     : stall_(stall), out_(out), thread_([this] { look(); }) {
 }
 
-CarrierWatchdog::~CarrierWatchdog() {
+StallAlarm::~StallAlarm() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stopping_ = true;
@@ -46,10 +46,10 @@ CarrierWatchdog::~CarrierWatchdog() {
     thread_.join();
 }
 
-CarrierWatchdog::Heartbeat& CarrierWatchdog::heartbeat_here() {
+StallAlarm::Heartbeat& StallAlarm::heartbeat_here() {
     // Per carrier, which is what thread_local is for: only this carrier's fibers touch it.
     thread_local struct {
-        const CarrierWatchdog* owner = nullptr;
+        const StallAlarm* owner = nullptr;
         Heartbeat* heartbeat = nullptr;
     } here;
     if (here.owner != this) {
@@ -62,7 +62,7 @@ CarrierWatchdog::Heartbeat& CarrierWatchdog::heartbeat_here() {
     return *here.heartbeat;
 }
 
-Connector::Executor CarrierWatchdog::watch(Connector::Executor inner) {
+Connector::Executor StallAlarm::watch(Connector::Executor inner) {
     return [this, inner = std::move(inner)](const std::function<bool()>& serve) {
         Heartbeat& heartbeat = heartbeat_here();
         struct Running {
@@ -84,7 +84,7 @@ Connector::Executor CarrierWatchdog::watch(Connector::Executor inner) {
     };
 }
 
-void CarrierWatchdog::look() {
+void StallAlarm::look() {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stop_.wait_for(lock, beat_every, [this] { return stopping_; })) {
         for (auto& heartbeat : heartbeats_) {
@@ -93,11 +93,11 @@ void CarrierWatchdog::look() {
             if (stalled && !heartbeat->reported) {
                 // The threshold, not the age: the line reads the same however late we look.
                 std::fprintf(out_,
-                             "watchdog: %s has run no other fiber for %g s: a thread-level "
+                             "stall alarm: %s has run no other fiber for %g s: a thread-level "
                              "wait (std::mutex?) inside a fiber\n",
                              heartbeat->carrier.c_str(), stall_.count() / 1000.0);
             } else if (!stalled && heartbeat->reported) {
-                std::fprintf(out_, "watchdog: %s runs other fibers again\n",
+                std::fprintf(out_, "stall alarm: %s runs other fibers again\n",
                              heartbeat->carrier.c_str());
             }
             std::fflush(out_);

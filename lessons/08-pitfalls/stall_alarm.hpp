@@ -1,11 +1,11 @@
-// A watchdog for carriers that stop switching fibers: a deadlock (a std::mutex held across a
+// A stall alarm for carriers that stop switching fibers: a deadlock (a std::mutex held across a
 // fiber wait), a blocking call, or a computation that never yields.
 //
 //   connection fiber --watch(executor)--> starts a heartbeat fiber on its carrier if none runs
 //   heartbeat fiber  (one per busy carrier) records "now" every 100 ms, parked in between
-//   watchdog thread  (a plain OS thread) looks every 100 ms; a heartbeat 2 s old is reported:
+//   alarm thread     (a plain OS thread) looks every 100 ms; a heartbeat 2 s old is reported:
 //
-//     watchdog: carrier-0 has run no other fiber for 2 s: a thread-level wait (std::mutex?)
+//     stall alarm: carrier-0 has run no other fiber for 2 s: a thread-level wait (std::mutex?)
 //     inside a fiber
 //
 // The heartbeat is a fiber like any other, so it runs only when its carrier switches fibers: a
@@ -28,20 +28,20 @@
 #include <thread>
 #include <vector>
 
-class CarrierWatchdog {
+class StallAlarm {
 public:
     // A carrier whose heartbeat is `stall` old is reported on `out`, once per stall.
-    explicit CarrierWatchdog(std::chrono::milliseconds stall = std::chrono::seconds(2),
-                             std::FILE* out = stderr);
-    ~CarrierWatchdog();
-    CarrierWatchdog(const CarrierWatchdog&) = delete;
-    CarrierWatchdog& operator=(const CarrierWatchdog&) = delete;
+    explicit StallAlarm(std::chrono::milliseconds stall = std::chrono::seconds(2),
+                        std::FILE* out = stderr);
+    ~StallAlarm();
+    StallAlarm(const StallAlarm&) = delete;
+    StallAlarm& operator=(const StallAlarm&) = delete;
 
     // The executor `inner`, with the carrier it runs on watched while it runs requests.
     Connector::Executor watch(Connector::Executor inner);
 
 private:
-    struct Heartbeat; // one per carrier, shared with the watchdog thread
+    struct Heartbeat; // one per carrier, shared with the alarm thread
     Heartbeat& heartbeat_here();
     void look();
 
