@@ -1,7 +1,8 @@
 // Command-line flags for every program in this repository, parsed by CLI11.
 //
 // Contract: `--name value` and `--name=value` (the last one given wins); `--help` explains every
-// flag with its default and exits 0; `--print-config` prints every flag's effective value as
+// flag with its default and what it accepts ("[default: 8080; 0..65535]") and exits 0;
+// `--print-config` prints every flag's effective value as
 // `--name=value` lines a shell accepts back, and exits 0 (a program that declares its own
 // print-config flag keeps it). Anything the program does not understand (an unknown flag, a
 // missing or malformed value) prints one line, `<program>: <what is wrong> (try --help)`, and
@@ -38,9 +39,9 @@ public:
     Flags& add(const std::string& name, std::string& value, std::vector<std::string> choices,
                const std::string& help);
 
-    // Runs `callback` once parsing succeeded, before parse() returns (not after --help,
-    // --print-config or an error); callbacks run in the order given. For a part that acts on
-    // its own flags before the program starts (pindemo's detector).
+    // Runs `callback` once a parse succeeded, before parse() or try_parse() returns (not after
+    // --help, --print-config or an error), callbacks in the order given: for a part that acts
+    // on its own flags before the program starts.
     Flags& on_parsed(std::function<void()> callback);
 
     // Parses argv or exits: 0 after --help or --print-config, 2 on any error.

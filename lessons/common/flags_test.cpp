@@ -163,8 +163,7 @@ TEST_CASE("a program prints its --print-config and exits 0, before it does anyth
     CHECK(output == "--port=9\n--keep-alive=false\n");
 }
 
-TEST_CASE("on_parsed callbacks run once each, in order, after a successful parse only",
-          "[flags]") {
+TEST_CASE("on_parsed callbacks run once each, in order, after a successful parse only", "[flags]") {
     std::vector<std::string> heard;
     const auto parse_and_hear = [&heard](const std::vector<std::string>& args) {
         Settings s;
