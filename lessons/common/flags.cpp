@@ -11,10 +11,12 @@
 
 namespace {
 
-double parse_number(const std::string& text) {
+// Read as a double, so that "1e30" is out of range rather than not a number.
+double parse_integer(const std::string& text) {
     double value = 0;
     if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value))
         throw std::invalid_argument("'" + text + "' is not a number");
+    if (value != std::floor(value)) throw std::invalid_argument("'" + text + "' is not an integer");
     return value;
 }
 
@@ -33,20 +35,19 @@ std::string shell_quoted(const std::string& text) {
 // overflowing below it.
 constexpr double longest_duration_ms = 365.0 * 24 * 3600 * 1000;
 
-std::string out_of_range(const std::string& text, const std::string& min, const std::string& max) {
-    return "'" + text + "' is not in " + min + ".." + max;
-}
-
-std::vector<FlagsExtension>& extensions() {
-    static std::vector<FlagsExtension> registered; // a function's static: safe from initializers
-    return registered;
+// Sets `value` from a flag's text: `parse` throws std::invalid_argument with what a user reads,
+// and a value outside [min, max] is refused, never wrapped, truncated or clamped.
+template <typename T, typename Parse, typename Show>
+std::function<void(const std::string&)> in_range(T& value, T min, T max, Parse parse, Show show) {
+    return [&value, min, max, parse, show](const std::string& text) {
+        const auto parsed = parse(text);
+        if (parsed < min || parsed > max)
+            throw std::invalid_argument("'" + text + "' is not in " + show(min) + ".." + show(max));
+        value = T(parsed);
+    };
 }
 
 } // namespace
-
-void extend_every_program(FlagsExtension extension) {
-    extensions().push_back(std::move(extension));
-}
 
 std::chrono::milliseconds parse_duration(const std::string& text) {
     static const std::map<std::string, double> ms_per_unit = {
@@ -72,10 +73,6 @@ std::string format_duration(std::chrono::milliseconds value) {
 
 Flags::Flags(std::string program, std::string summary)
     : program_(program), app_(std::make_unique<CLI::App>(std::move(summary), std::move(program))) {
-    app_->get_formatter()->column_width(32);
-    app_->get_formatter()->label("OPTIONS", "FLAGS");
-    app_->option_defaults()->group("Flags");
-    app_->set_help_flag("-h,--help", "print this and exit");
     app_->allow_extras(); // try_parse words the message about an unknown flag itself
 }
 
@@ -107,18 +104,10 @@ Flags& Flags::add_value(const std::string& name, const std::string& help,
 }
 
 Flags& Flags::add(const std::string& name, int& value, int min, int max, const std::string& help) {
-    const auto set = [&value, min, max](const std::string& text) {
-        const double number = parse_number(text);
-        if (number != std::floor(number))
-            throw std::invalid_argument("'" + text + "' is not an integer");
-        if (number < min || number > max)
-            throw std::invalid_argument(
-                out_of_range(text, std::to_string(min), std::to_string(max)));
-        value = static_cast<int>(number);
-    };
+    const auto show = [](int number) { return std::to_string(number); };
     return add_value(
-        name, help, set, [&value] { return std::to_string(value); },
-        std::to_string(min) + ".." + std::to_string(max));
+        name, help, in_range(value, min, max, parse_integer, show),
+        [&value, show] { return show(value); }, show(min) + ".." + show(max));
 }
 
 Flags& Flags::add(const std::string& name, std::string& value, const std::string& help) {
@@ -130,15 +119,9 @@ Flags& Flags::add(const std::string& name, std::string& value, const std::string
 Flags& Flags::add(const std::string& name, std::chrono::milliseconds& value,
                   std::chrono::milliseconds min, std::chrono::milliseconds max,
                   const std::string& help) {
-    const auto set = [&value, min, max](const std::string& text) {
-        const std::chrono::milliseconds duration = parse_duration(text);
-        if (duration < min || duration > max)
-            throw std::invalid_argument(
-                out_of_range(text, format_duration(min), format_duration(max)));
-        value = duration;
-    };
     return add_value(
-        name, help, set, [&value] { return format_duration(value); },
+        name, help, in_range(value, min, max, parse_duration, format_duration),
+        [&value] { return format_duration(value); },
         format_duration(min) + ".." + format_duration(max));
 }
 
@@ -160,14 +143,9 @@ Flags& Flags::add(const std::string& name, std::string& value, std::vector<std::
 }
 
 std::string Flags::try_parse(const std::vector<std::string>& args) {
-    if (!extended_) {
-        extended_ = true;
-        for (const auto& extension : extensions())
-            if (extension.add) extension.add(*this);
-        if (app_->get_option_no_throw("--print-config") == nullptr) // lessons 05-06 have their own
-            app_->add_flag("--print-config", print_config_,
-                           "print every flag's value as --name=value lines and exit");
-    }
+    if (app_->get_option_no_throw("--print-config") == nullptr) // lessons 05-06 have their own
+        app_->add_flag("--print-config", print_config_,
+                       "print every flag's value as --name=value lines and exit");
     try {
         app_->parse(std::vector<std::string>(args.rbegin(), args.rend())); // CLI11 pops the back
     } catch (const CLI::CallForHelp&) {
@@ -184,9 +162,14 @@ std::string Flags::try_parse(const std::vector<std::string>& args) {
         return "unexpected argument '" + first + "'";
     }
     if (!help_requested_ && !print_config_)
-        for (const auto& extension : extensions())
-            if (extension.parsed) extension.parsed(program_);
+        for (const auto& callback : on_parsed_)
+            callback();
     return "";
+}
+
+Flags& Flags::on_parsed(std::function<void()> callback) {
+    on_parsed_.push_back(std::move(callback));
+    return *this;
 }
 
 void Flags::parse(int argc, char** argv) {

@@ -1,7 +1,8 @@
 // Command-line flags for every program in this repository, parsed by CLI11.
 //
 // Contract: `--name value` and `--name=value` (the last one given wins); `--help` explains every
-// flag with its default and exits 0; `--print-config` prints every flag's effective value as
+// flag with its default and what it accepts ("[default: 8080; 0..65535]") and exits 0;
+// `--print-config` prints every flag's effective value as
 // `--name=value` lines a shell accepts back, and exits 0 (a program that declares its own
 // print-config flag keeps it). Anything the program does not understand (an unknown flag, a
 // missing or malformed value) prints one line, `<program>: <what is wrong> (try --help)`, and
@@ -38,6 +39,11 @@ public:
     Flags& add(const std::string& name, std::string& value, std::vector<std::string> choices,
                const std::string& help);
 
+    // Runs `callback` once a parse succeeded, before parse() or try_parse() returns (not after
+    // --help, --print-config or an error), callbacks in the order given: for a part that acts
+    // on its own flags before the program starts.
+    Flags& on_parsed(std::function<void()> callback);
+
     // Parses argv or exits: 0 after --help or --print-config, 2 on any error.
     void parse(int argc, char** argv);
 
@@ -57,20 +63,10 @@ private:
     std::string program_;
     std::unique_ptr<CLI::App> app_;
     std::vector<std::pair<std::string, std::function<std::string()>>> shown_; // for config()
-    bool extended_ = false;
+    std::vector<std::function<void()>> on_parsed_;
     bool help_requested_ = false;
     bool print_config_ = false;
 };
-
-// Flags a part linked into a program adds without the program's knowing (pindemo's detector
-// gives every fiber server --detect-pinning). Flags::parse() calls every extension's `add`
-// after the program's own flags are declared and before parsing, and `parsed` once parsing
-// succeeded (not after --help, --print-config or an error). Register from a static initializer.
-struct FlagsExtension {
-    std::function<void(Flags&)> add;
-    std::function<void(const std::string& program)> parsed;
-};
-void extend_every_program(FlagsExtension extension);
 
 // "30s" -> 30000 ms; units ms, s, m, h; a bare number is seconds and may have a fraction ("0.5").
 // Throws std::invalid_argument with a readable message, also for a duration longer than a year

@@ -163,35 +163,26 @@ TEST_CASE("a program prints its --print-config and exits 0, before it does anyth
     CHECK(output == "--port=9\n--keep-alive=false\n");
 }
 
-TEST_CASE("an extension adds its flags to every program and hears only of a successful parse",
-          "[flags]") {
-    // Registered once for this test program; every Flags from here on carries --extra.
-    static int extra = 0;
-    static std::vector<std::string> heard;
-    static const bool registered = [] {
-        extend_every_program(
-            {[](Flags& flags) { flags.add("extra", extra, 0, 100, "an extension's"); },
-             [](const std::string& program) { heard.push_back(program); }});
-        return true;
-    }();
-    REQUIRE(registered);
-    heard.clear();
+TEST_CASE("on_parsed callbacks run once each, in order, after a successful parse only", "[flags]") {
+    std::vector<std::string> heard;
+    const auto parse_and_hear = [&heard](const std::vector<std::string>& args) {
+        Settings s;
+        Flags flags("prog", "A program.");
+        declare(flags, s);
+        flags.on_parsed([&heard, &s] { heard.push_back("first, port " + std::to_string(s.port)); })
+            .on_parsed([&heard] { heard.push_back("second"); });
+        return flags.try_parse(args);
+    };
 
-    Settings s;
-    STEP("--extra 7 --port 9");
-    CHECK(parse(s, {"--extra", "7", "--port", "9"}) == "");
-    CHECK(extra == 7);
-    CHECK(s.port == 9);
-    CHECK(heard == std::vector<std::string>{"prog"});
+    STEP("--port 9: both, in the order registered, once the values are set");
+    CHECK(parse_and_hear({"--port", "9"}) == "");
+    CHECK(heard == std::vector<std::string>{"first, port 9", "second"});
 
-    STEP("--help, --print-config, and a bad flag: no `parsed`");
-    CHECK(parse(s, {"--help"}) == "");
-    CHECK(parse(s, {"--print-config"}) == "");
-    CHECK(parse(s, {"--extra", "x"}) == "--extra: 'x' is not a number");
-    CHECK(heard.size() == 1);
-
-    Flags flags("prog", "A program.");
-    declare(flags, s);
-    REQUIRE(flags.try_parse({"--help"}) == "");
-    CHECK(flags.usage().find("--extra VALUE") != std::string::npos);
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"--help"}, {"--print-config"}, {"--port", "x"}, {"--prot"}}) {
+        heard.clear();
+        STEP("no callback after " << args[0] << (args.size() > 1 ? " " + args[1] : ""));
+        parse_and_hear(args);
+        CHECK(heard.empty());
+    }
 }
