@@ -37,16 +37,7 @@ std::string out_of_range(const std::string& text, const std::string& min, const 
     return "'" + text + "' is not in " + min + ".." + max;
 }
 
-std::vector<FlagsExtension>& extensions() {
-    static std::vector<FlagsExtension> registered; // a function's static: safe from initializers
-    return registered;
-}
-
 } // namespace
-
-void extend_every_program(FlagsExtension extension) {
-    extensions().push_back(std::move(extension));
-}
 
 std::chrono::milliseconds parse_duration(const std::string& text) {
     static const std::map<std::string, double> ms_per_unit = {
@@ -159,11 +150,14 @@ Flags& Flags::add(const std::string& name, std::string& value, std::vector<std::
     return add_value(name, help + " (" + list + ")", set, [&value] { return value; });
 }
 
+Flags& Flags::on_parsed(std::function<void()> callback) {
+    on_parsed_.push_back(std::move(callback));
+    return *this;
+}
+
 std::string Flags::try_parse(const std::vector<std::string>& args) {
     if (!extended_) {
         extended_ = true;
-        for (const auto& extension : extensions())
-            if (extension.add) extension.add(*this);
         if (app_->get_option_no_throw("--print-config") == nullptr) // lessons 05-06 have their own
             app_->add_flag("--print-config", print_config_,
                            "print every flag's value as --name=value lines and exit");
@@ -184,8 +178,8 @@ std::string Flags::try_parse(const std::vector<std::string>& args) {
         return "unexpected argument '" + first + "'";
     }
     if (!help_requested_ && !print_config_)
-        for (const auto& extension : extensions())
-            if (extension.parsed) extension.parsed(program_);
+        for (const auto& callback : on_parsed_)
+            callback();
     return "";
 }
 

@@ -38,6 +38,10 @@ public:
     Flags& add(const std::string& name, std::string& value, std::vector<std::string> choices,
                const std::string& help);
 
+    // Calls `callback` once after a successful parse (not after --help, --print-config or an
+    // error): for a part with flags that must act on them before the program goes on.
+    Flags& on_parsed(std::function<void()> callback);
+
     // Parses argv or exits: 0 after --help or --print-config, 2 on any error.
     void parse(int argc, char** argv);
 
@@ -57,20 +61,11 @@ private:
     std::string program_;
     std::unique_ptr<CLI::App> app_;
     std::vector<std::pair<std::string, std::function<std::string()>>> shown_; // for config()
+    std::vector<std::function<void()>> on_parsed_;
     bool extended_ = false;
     bool help_requested_ = false;
     bool print_config_ = false;
 };
-
-// Flags a part linked into a program adds without the program's knowing (pindemo's detector
-// gives every fiber server --detect-pinning). Flags::parse() calls every extension's `add`
-// after the program's own flags are declared and before parsing, and `parsed` once parsing
-// succeeded (not after --help, --print-config or an error). Register from a static initializer.
-struct FlagsExtension {
-    std::function<void(Flags&)> add;
-    std::function<void(const std::string& program)> parsed;
-};
-void extend_every_program(FlagsExtension extension);
 
 // "30s" -> 30000 ms; units ms, s, m, h; a bare number is seconds and may have a fraction ("0.5").
 // Throws std::invalid_argument with a readable message, also for a duration longer than a year
