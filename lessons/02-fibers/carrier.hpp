@@ -68,7 +68,7 @@ template <typename Algorithm, typename... Args> void use_carrier_algorithm(Args&
 }
 
 // A process-wide hook that sees every carrier's algorithm before it is installed and may wrap
-// it in one that forwards every call. The pinning detector (pindemo/) sets one to time each
+// it in one that forwards every call. The pinning detector (pinning/) sets one to time each
 // fiber's turn on its carrier. It applies to carriers started after it is set; nullptr removes it.
 using SchedulerObserver = std::unique_ptr<boost::fibers::algo::algorithm> (*)(
     std::unique_ptr<boost::fibers::algo::algorithm> algorithm);

@@ -5,6 +5,7 @@
 #include "fiber_sleep.hpp"
 #include "fiber_task_queue.hpp"
 #include "flags.hpp"
+#include "pinning_flags.hpp"
 #include "process.hpp"
 #include "serve.hpp"
 
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
         .add("keep-alive", keep_alive,
              "ANTI-PATTERN: let cpp-httplib wait for the next request on a kept-alive "
              "connection; its wait is a blocking poll that pins the carrier");
+    PinningFlags pinning(flags); // --detect-pinning: pinning/pinning_flags.hpp
     flags.parse(argc, argv);
 
     httplib::Server server;

@@ -7,6 +7,7 @@
 #include "connector_flags.hpp"
 #include "fiber_sleep.hpp"
 #include "http_app.hpp"
+#include "pinning_flags.hpp"
 #include "process.hpp"
 
 int main(int argc, char** argv) {
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
     flags.add("benchmark-sleep", sleep, std::chrono::milliseconds(0), std::chrono::hours(1),
               "how long GET /benchmark sleeps on its fiber");
     add_connector_flags(flags, options);
+    PinningFlags pinning(flags); // --detect-pinning (lesson 02)
     flags.parse(argc, argv);
 
     HttpApp app; // routes as in lessons 01 and 02: cpp-httplib's router, our sockets

@@ -5,6 +5,7 @@
 #include "connector.hpp"
 #include "connector_flags.hpp"
 #include "fiber_sleep.hpp"
+#include "pinning_flags.hpp"
 #include "pool_flags.hpp"
 #include "process.hpp"
 #include "work_service.hpp"
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
                             "connection from a pool of --pool-size PostgreSQL connections.");
     add_connector_flags(flags, options);
     add_pool_flags(flags, pool_options);
+    PinningFlags pinning(flags); // --detect-pinning (lesson 02)
     flags.parse(argc, argv);
 
     auto pool = open_pool_or_exit(pool_options, "lesson04");

@@ -2,6 +2,7 @@
 // --threads-max OS threads behind a first-come queue (--profile platform) or right on the
 // connection's fiber (--profile vt); /health and /metrics on the management port show where
 // the requests wait.
+#include "pinning_flags.hpp"
 #include "process.hpp"
 #include "work_server.hpp"
 
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
                             "connections) in the wiring --profile names; /health and /metrics "
                             "on --management-port.");
     add_server_flags(flags, options, {platform_profile, vt_profile});
+    PinningFlags pinning(flags); // --detect-pinning (lesson 02)
     flags.parse(argc, argv);
 
     WorkServer server(options, "lesson05");

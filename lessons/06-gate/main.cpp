@@ -3,6 +3,7 @@
 // mapping turns its rejection into 503. In the platform and vt profiles it passes all through.
 #include "concurrency_gate.hpp"
 #include "gate_flags.hpp"
+#include "pinning_flags.hpp"
 #include "process.hpp"
 #include "rejection_mapping.hpp"
 #include "work_server.hpp"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
     add_gate_flags(flags, gate_options, policy);
     flags.add("bad-unmapped-rejection", bad_unmapped_rejection,
               "ANTI-PATTERN: leave the rejection unmapped, so it surfaces as a 500");
+    PinningFlags pinning(flags); // --detect-pinning (lesson 02)
     flags.parse(argc, argv);
     gate_options.policy = gate_policy_named(policy);
     gate_options.armed = gate_armed_by(options.profile);

@@ -5,6 +5,7 @@
 // makes two quick round trips on one borrowed connection, and no downstream call.
 #include "inventory_client.hpp"
 #include "orders_route.hpp"
+#include "pinning_flags.hpp"
 #include "process.hpp"
 #include "work_server.hpp"
 
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
         .add("inventory-timeout", inventory_timeout, std::chrono::milliseconds(1),
              std::chrono::hours(1),
              "an inventory answer that takes longer fails the order with 502");
+    PinningFlags pinning(flags); // --detect-pinning (lesson 02)
     flags.parse(argc, argv);
 
     std::unique_ptr<InventoryClient> inventory;

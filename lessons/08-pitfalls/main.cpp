@@ -11,6 +11,7 @@
 #include "cpu_work.hpp"
 #include "fiber_sleep.hpp"
 #include "locked_update.hpp"
+#include "pinning_flags.hpp"
 #include "platform_executor.hpp"
 #include "process.hpp"
 #include "request_context.hpp"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
         .add("cpu-queue", cpu_queue, 0, 10'000,
              "under --profile vt, how many /cpu requests may wait for a CPU thread; one more is "
              "answered 503 at once (0: whenever every CPU thread is computing)");
+    PinningFlags pinning(flags); // --detect-pinning (lesson 02)
     flags.parse(argc, argv);
     if (bad_thread_local && fiber_specific)
         fail("lesson08", "--bad-thread-local and --fiber-specific exclude each other (try --help)",

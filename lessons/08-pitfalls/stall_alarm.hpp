@@ -12,8 +12,8 @@
 // stale heartbeat means the carrier is held. It beats only while requests run on its carrier
 // (an idle carrier is not stuck) and stops when they end, so carriers stop as before.
 //
-// The pinning detector (pindemo/) reports a pin when the fiber's turn ends; a deadlocked turn
-// never ends. That is why this one watches from outside, on its own thread.
+// The pinning detector (lessons/02-fibers/pinning/) reports a pin when the fiber's turn ends; a
+// deadlocked turn never ends. That is why this one watches from outside, on its own thread.
 #pragma once
 
 #include "connector.hpp"

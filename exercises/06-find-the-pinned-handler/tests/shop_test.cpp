@@ -1,5 +1,5 @@
 // Graded tests of exercise 06. Each runs shop code on a carrier under the pinning detector
-// (pindemo/pinning_detector.hpp), next to a ticker fiber that wants the carrier every 5 ms, so a
+// (lessons/02-fibers/pinning/), next to a ticker fiber that wants the carrier every 5 ms, so a
 // pin always has a victim and is reported. A failing test prints the detector's events: the
 // fiber, how long it held the carrier, what it was blocked in and the line of our code.
 //

@@ -47,8 +47,6 @@ public:
     PinningDetector(const PinningDetector&) = delete;
     PinningDetector& operator=(const PinningDetector&) = delete;
 
-    int events() const; // reported so far
-
     struct Impl;
 
 private:

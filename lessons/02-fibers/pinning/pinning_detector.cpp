@@ -195,7 +195,3 @@ PinningDetector::~PinningDetector() {
                      format_duration(impl_->options.threshold).c_str());
     if (impl_->events_file != nullptr) std::fclose(impl_->events_file);
 }
-
-int PinningDetector::events() const {
-    return impl_->events.load();
-}

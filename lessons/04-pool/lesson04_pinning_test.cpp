@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 TEST_CASE("lesson04 --detect-pinning reports nothing under a hundred concurrent GET /work",
-          "[lesson04][pindemo]") {
+          "[lesson04][pinning]") {
     // A hundred requests for ten connections: ninety wait for the pool at first.
     check_no_pins_under_load(BIN_DIR "/lesson04", {"--db", test_conninfo()}, "/work", 100);
 }

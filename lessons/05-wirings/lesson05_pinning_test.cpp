@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 TEST_CASE("lesson05 --profile vt --detect-pinning reports nothing under fifty concurrent GET /work",
-          "[lesson05][pindemo]") {
+          "[lesson05][pinning]") {
     // Fifty requests for ten connections: forty fibers wait for the pool at first.
     check_no_pins_under_load(BIN_DIR "/lesson05",
                              {"--db", test_conninfo(), "--profile", "vt", "--management-port", "0"},

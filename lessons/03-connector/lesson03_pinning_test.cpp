@@ -4,6 +4,6 @@
 #include <catch2/catch.hpp>
 
 TEST_CASE("lesson03 --detect-pinning reports nothing under two hundred concurrent sleeps",
-          "[lesson03][pindemo]") {
+          "[lesson03][pinning]") {
     check_no_pins_under_load(BIN_DIR "/lesson03", {}, "/benchmark", 200);
 }

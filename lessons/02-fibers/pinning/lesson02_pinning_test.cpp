@@ -13,7 +13,7 @@ const std::string threshold = "300ms";
 } // namespace
 
 TEST_CASE("lesson02 --bad-blocking-sleep --detect-pinning reports each blocking sleep",
-          "[lesson02][pindemo]") {
+          "[lesson02][pinning]") {
     EventLog log("lesson02-bad-blocking-sleep-pins");
     std::vector<TimedGet> results;
     {
@@ -39,19 +39,19 @@ TEST_CASE("lesson02 --bad-blocking-sleep --detect-pinning reports each blocking 
     // one must be sampled at least.
     int sampled = 0;
     for (const auto& event : events) {
-        CHECK(event_number(event, "duration_ms") >= 900);
-        if (event_field(event, "blocked_in").empty()) continue;
+        CHECK(event["duration_ms"].get<double>() >= 900);
+        const std::string blocked_in = event["blocked_in"];
+        if (blocked_in.empty()) continue;
         ++sampled;
-        CHECK(event_field(event, "blocked_in").find("sleep") != std::string::npos);
-        CHECK(
-            event_field(event, "called_from").find("lessons/01-one-thread/benchmark_routes.cpp") !=
-            std::string::npos);
+        CHECK(blocked_in.find("sleep") != std::string::npos);
+        CHECK(event["called_from"].get<std::string>().find(
+                  "lessons/01-one-thread/benchmark_routes.cpp") != std::string::npos);
     }
     CHECK(sampled >= 1);
 }
 
 TEST_CASE("lesson02 --detect-pinning reports nothing for the fiber-aware sleep",
-          "[lesson02][pindemo]") {
+          "[lesson02][pinning]") {
     EventLog log("lesson02-fiber-sleep-pins");
     // What must not be reported is the one-second fiber-aware sleep, which 300 ms would catch.
     ServerProcess server(
@@ -67,7 +67,7 @@ TEST_CASE("lesson02 --detect-pinning reports nothing for the fiber-aware sleep",
 }
 
 TEST_CASE("lesson02 --keep-alive --detect-pinning reports cpp-httplib's keep-alive wait",
-          "[lesson02][pindemo]") {
+          "[lesson02][pinning]") {
     EventLog log("lesson02-keep-alive-pins");
     ServerProcess server(lesson02,
                          {"--keep-alive", "--detect-pinning", "--pinning-threshold", threshold,
@@ -91,8 +91,8 @@ TEST_CASE("lesson02 --keep-alive --detect-pinning reports cpp-httplib's keep-ali
     // keep-alive timeout) while the second connection's fiber is ready: that is the pin.
     int keep_alive_waits = 0;
     for (const auto& event : events) {
-        const std::string blocked_in = event_field(event, "blocked_in");
-        if (event_number(event, "duration_ms") >= 3000 &&
+        const std::string blocked_in = event["blocked_in"];
+        if (event["duration_ms"].get<double>() >= 3000 &&
             (blocked_in == "poll" || blocked_in.find("sleep") != std::string::npos))
             ++keep_alive_waits;
     }
