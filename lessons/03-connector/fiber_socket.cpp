@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,13 +38,6 @@ FiberSocket::FiberSocket(int fd) {
 FiberSocket::~FiberSocket() {
     if (watch_.reactor != nullptr) watch_.reactor->remove(watch_);
     ::close(watch_.fd);
-}
-
-int FiberSocket::connect_to(const std::string& host, int port, Deadline deadline) {
-    std::string error;
-    const int fd = try_connect(host, port, deadline, error);
-    if (fd < 0) throw std::runtime_error(error);
-    return fd;
 }
 
 int FiberSocket::try_connect(const std::string& host, int port, Deadline deadline,

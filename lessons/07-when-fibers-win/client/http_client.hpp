@@ -1,7 +1,6 @@
-// A minimal HTTP/1.1 client on fiber-aware sockets, the client side of the connector: one
-// kept-alive connection, GET requests, bodies of a Content-Length (or up to the close). The load
-// tools (crowd, spike) run thousands of these, one per fiber, on a couple of carriers; lesson 07
-// calls its inventory service with it.
+// A minimal HTTP/1.1 client on lesson 03's fiber-aware sockets, the client side of the
+// connector: one kept-alive connection, GET requests, bodies of a Content-Length (or up to the
+// close). Each call parks only its fiber, so a carrier can run thousands of them at once.
 //
 // A server it calls may be broken or hostile, and none can make it wait, buffer or search
 // without end: a call has one deadline, kept even while bytes keep coming; the response is
@@ -17,7 +16,7 @@
 #include <stdexcept>
 #include <string>
 
-// Why a request failed. The spike driver records each kind with its own sentinel.
+// Why a request failed, by kind, so that a caller can count each kind apart.
 struct HttpClientError : std::runtime_error {
     enum class Kind { connect_timeout, response_timeout, transport };
     HttpClientError(Kind kind, const std::string& what) : std::runtime_error(what), kind(kind) {}
