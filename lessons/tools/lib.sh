@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the scripts in lessons/tools, demo/ and the lesson checkpoints. Source it; do not run it.
 # It defines: ROOT, BUILD, say, die, usage_if_asked, need_build, start_server, stop_servers.
 
@@ -21,6 +22,7 @@ usage_if_asked() {
 
 # need_build [TARGET...]: install what is missing and build these programs (default: everything),
 # quietly when nothing changed.
+# shellcheck disable=SC2120 # the targets are optional: none means everything
 need_build() { "$ROOT/lessons/tools/setup" "$@" >&2 || die "setup failed (see the messages above)"; }
 
 # start_server NAME PROGRAM ARGS...
@@ -40,6 +42,7 @@ start_server() {
     SERVER_PID=$!
     SERVER_PIDS+=("$SERVER_PID")
     local waited=0
+    # shellcheck disable=SC2034 # SERVER_URL is the caller's
     until SERVER_URL=$(grep -o -m1 'http://[0-9.]*:[0-9]*' "$log" 2>/dev/null); do
         if ! kill -0 "$SERVER_PID" 2>/dev/null; then
             cat "$log" >&2

@@ -32,6 +32,7 @@ pool_ceiling() {
     output=$(pgbench -n -c 10 -j 2 -T 5 -f "$ROOT/lessons/tools/bench/work.sql" "$PG_CONNINFO" 2>&1) ||
         die "pgbench could not measure the pool's ceiling: $(tail -n 1 <<<"$output")"
     tps=$(awk '/^tps = / { printf "%.1f", $3 }' <<<"$output")
+    # shellcheck disable=SC2034 # POOL_CEILING is the caller's
     POOL_CEILING=$tps
     say "pgbench, 10 connections, 5 s: ${tps:-?} queries/s (the pool's real ceiling here)"
 }
