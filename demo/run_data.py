@@ -1,5 +1,5 @@
 """A demo results folder, read: its settings (run.env, written by demo/run), its runs' CSVs read
-through the spike tool's `summarize` (lessons/tools/spike/summarize, whose definitions of goodput,
+through the spike's `summarize` (lessons/05-wirings/spike/summarize, whose definitions of goodput,
 steady state and percentiles are the demo's too), and the shape the queueing math predicts.
 """
 import importlib.machinery
@@ -13,7 +13,7 @@ PROFILES = ["platform", "vt", "vt-gated"]
 
 
 def _load_summarize():
-    path = ROOT / "lessons" / "tools" / "spike" / "summarize"
+    path = ROOT / "lessons" / "05-wirings" / "spike" / "summarize"
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     loader = importlib.machinery.SourceFileLoader("summarize", str(path))
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader("summarize", loader))

@@ -1,6 +1,6 @@
 // The body of GET /metrics: Prometheus's text exposition format (version 0.0.4), which
-// Prometheus and Grafana agents read. Written by hand on purpose: the format is a few plain
-// lines, and seeing them is part of the lesson.
+// Prometheus and Grafana agents read, and metric_value (below) reads back. Written by hand on
+// purpose: the format is a few plain lines, and seeing them is part of the lesson.
 //
 //   # HELP pool_connections_pending Borrowers waiting for a database connection.
 //   # TYPE pool_connections_pending gauge
@@ -15,6 +15,7 @@
 // ends in _total. Names in Micrometer's spirit: what is measured, then the unit or _total.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,3 +40,8 @@ private:
     std::string text_;
     std::string name_; // the family samples go to
 };
+
+// The value of metric `name` in a Prometheus text exposition: the sum over its series (labels
+// distinguish them), or nothing when no sample of `name` is there. `name{a="b"} 3` and `name 3`
+// both count; `name_total 3` does not.
+std::optional<double> metric_value(const std::string& exposition, const std::string& name);

@@ -26,6 +26,6 @@ struct SpikePlan {
     std::string path = "/work"; // what every worker asks for
 };
 
-// Runs the `spike` program (lessons/tools/spike) against the server's GET plan.path, with its probe
+// Runs the `spike` program (spike/) against the server's GET plan.path, with its probe
 // on the management port, and reads both CSVs back (kept in the test-logs directory under `name`).
 SpikeShape run_spike(const ServerProcess& server, const std::string& name, const SpikePlan& plan);

@@ -6,7 +6,6 @@
 #include "management_server.hpp"
 #include "metrics_text.hpp"
 #include "platform_executor.hpp"
-#include "probe.hpp"
 #include "request_metrics.hpp"
 #include "test_support.hpp"
 #include "wiring.hpp"
@@ -208,7 +207,7 @@ TEST_CASE("a task's exception reaches the caller waiting for it", "[lesson05][ex
     CHECK(executor.run([] { return true; }));
 }
 
-TEST_CASE("metrics text has HELP and TYPE for every family, and the probe reads it",
+TEST_CASE("metrics text has HELP and TYPE for every family, and metric_value reads it",
           "[lesson05][metrics]") {
     MetricsText text;
     text.gauge("connector_connections_current", "Open connections.", 2000)
@@ -232,6 +231,22 @@ TEST_CASE("metrics text has HELP and TYPE for every family, and the probe reads 
     CHECK(metric_value(text.text(), "connector_connections_current") == 2000);
     CHECK(metric_value(text.text(), "http_server_requests_total") == 1234572);
     CHECK_FALSE(metric_value(text.text(), "http_server_requests").has_value());
+}
+
+TEST_CASE("metric values are read from Prometheus text", "[lesson05][metrics]") {
+    const std::string text = "# HELP http_server_requests_inflight Requests inside the app.\n"
+                             "# TYPE http_server_requests_inflight gauge\n"
+                             "http_server_requests_inflight 200\n"
+                             "http_server_requests_inflight_max 999\n"
+                             "connector_connections_current{state=\"queued\"} 6800\n"
+                             "connector_connections_current{state=\"in}app\",x=\"\\\"\"} 200\n"
+                             "pool_connections_pending 1.5e3\n";
+    CHECK(metric_value(text, "http_server_requests_inflight") == 200);
+    CHECK(metric_value(text, "connector_connections_current") == 7000); // summed over labels
+    CHECK(metric_value(text, "pool_connections_pending") == 1500);
+    CHECK_FALSE(metric_value(text, "http_server_requests").has_value()); // a prefix is no match
+    CHECK_FALSE(metric_value(text, "gate_rejections_total").has_value());
+    CHECK_FALSE(metric_value("", "connector_connections_current").has_value());
 }
 
 TEST_CASE("the request metrics are one gauge and one counter per status seen",

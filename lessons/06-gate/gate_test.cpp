@@ -5,7 +5,7 @@
 #include "concurrency_gate.hpp"
 #include "connector.hpp"
 #include "gate_flags.hpp"
-#include "probe.hpp"
+#include "metrics_text.hpp"
 #include "rejection_mapping.hpp"
 #include "test_support.hpp"
 
@@ -129,7 +129,7 @@ TEST_CASE("a disarmed gate lets everything through and counts nothing", "[lesson
     CHECK(gate.describe() == "disarmed (pass-through)");
 }
 
-TEST_CASE("the gate's metrics are Prometheus text the probe reads", "[lesson06][gate]") {
+TEST_CASE("the gate's metrics are Prometheus text metric_value reads", "[lesson06][gate]") {
     ConcurrencyGate gate(armed(3, GatePolicy::reject));
     const ConcurrencyGate::Permit a = gate.enter(), b = gate.enter(), c = gate.enter();
     CHECK_THROWS(gate.enter());

@@ -21,11 +21,6 @@
 #include <string>
 #include <thread>
 
-// The value of metric `name` in a Prometheus text exposition: the sum over its series (labels
-// distinguish them), or nothing when no sample of `name` is there. `name{a="b"} 3` and `name 3`
-// both count; `name_total 3` does not.
-std::optional<double> metric_value(const std::string& exposition, const std::string& name);
-
 struct ProbeSample {
     double ts_ms = 0;
     double inflight = -1; // -1: failed

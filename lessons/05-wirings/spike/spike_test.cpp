@@ -534,22 +534,6 @@ TEST_CASE("an exception inside an attempt still leaves exactly one row, and noth
 
 // --- The probe ---------------------------------------------------------------------------------
 
-TEST_CASE("metric values are read from Prometheus text", "[probe]") {
-    const std::string text = "# HELP http_server_requests_inflight Requests inside the app.\n"
-                             "# TYPE http_server_requests_inflight gauge\n"
-                             "http_server_requests_inflight 200\n"
-                             "http_server_requests_inflight_max 999\n"
-                             "connector_connections_current{state=\"queued\"} 6800\n"
-                             "connector_connections_current{state=\"in}app\",x=\"\\\"\"} 200\n"
-                             "pool_connections_pending 1.5e3\n";
-    CHECK(metric_value(text, "http_server_requests_inflight") == 200);
-    CHECK(metric_value(text, "connector_connections_current") == 7000); // summed over labels
-    CHECK(metric_value(text, "pool_connections_pending") == 1500);
-    CHECK_FALSE(metric_value(text, "http_server_requests").has_value()); // a prefix is no match
-    CHECK_FALSE(metric_value(text, "gate_rejections_total").has_value());
-    CHECK_FALSE(metric_value("", "connector_connections_current").has_value());
-}
-
 TEST_CASE("the probe samples /metrics once a second and writes -1 for what it cannot read",
           "[probe]") {
     std::atomic<int> mode{0}; // 0: all metrics, 1: inflight missing, 2: answers 500

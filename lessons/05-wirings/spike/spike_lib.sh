@@ -58,7 +58,7 @@ spike_server() {
     local cpu
     cpu=$(cpu_seconds "$SERVER_PID")
     stop_servers
-    "$ROOT/lessons/tools/spike/summarize" --label "$name" --from "$STEADY_FROM" \
+    "$ROOT/lessons/05-wirings/spike/summarize" --label "$name" --from "$STEADY_FROM" \
         --to "$(awk -v r="$RAMP" -v h="$HOLD" 'BEGIN { print r + h }')" \
         "$SPIKE_OUT/$name.csv" "$SPIKE_OUT/$name-probe.csv"
     echo "  server CPU: $cpu s"
