@@ -29,7 +29,7 @@ SPIKE_PATH=${SPIKE_PATH:-/work}
 # (pgbench, 5 s): the ceiling every goodput compares with.
 pool_ceiling() {
     local tps output
-    output=$(pgbench -n -c 10 -j 2 -T 5 -f "$ROOT/lessons/tools/bench/work.sql" "$PG_CONNINFO" 2>&1) ||
+    output=$(pgbench -n -c 10 -j 2 -T 5 -f "$ROOT/lessons/04-pool/work.sql" "$PG_CONNINFO" 2>&1) ||
         die "pgbench could not measure the pool's ceiling: $(tail -n 1 <<<"$output")"
     tps=$(awk '/^tps = / { printf "%.1f", $3 }' <<<"$output")
     # shellcheck disable=SC2034 # POOL_CEILING is the caller's
