@@ -6,7 +6,7 @@
 // server still serving.
 #include "carrier.hpp"
 #include "connector.hpp"
-#include "fiber_stream.hpp"
+#include "http_client.hpp"
 #include "reactor.hpp"
 #include "test_support.hpp"
 
@@ -74,52 +74,26 @@ bool trickle_until_cut_off(int port, Tally& tally) {
     return false;
 }
 
-// 20 s: thousands of times what a request takes here, even with the machine busy.
-constexpr auto patience = 20s;
-
-// One GET /spin on a kept-alive connection, its answer read through the connector's own
-// FiberStream (a response head ends in a blank line too): "" when it was a 200 with the body
-// "spun\n", else what went wrong. `closing` says whether the server will close the connection.
-std::string get_spin(FiberSocket& socket, FiberStream& stream, bool& closing) {
-    const std::string request = "GET /spin HTTP/1.1\r\nHost: test\r\n\r\n";
-    if (!socket.send_all(request.data(), request.size(), deadline_after(patience)))
-        return "the request could not be sent";
-    if (stream.read_head(16 * 1024, deadline_after(patience)) != FiberStream::Head::complete)
-        return "no response head";
-    const std::string head = stream.head();
-    closing = head.find("Connection: close") != std::string::npos;
-    std::string response(head.size() + 5, '\0'); // the head, then "spun\n"
-    for (std::size_t got = 0; got < response.size();) {
-        const ssize_t n = stream.read(&response[got], response.size() - got);
-        if (n <= 0) return "the response ended early: " + response.substr(0, got);
-        got += static_cast<std::size_t>(n);
-    }
-    if (head.rfind("HTTP/1.1 200 ", 0) != 0 || response.substr(head.size()) != "spun\n")
-        return "an unexpected response: " + response;
-    return "";
-}
-
 // Real requests, back to back on a kept-alive connection, until told to stop.
 void send_real_requests(int port, Tally& tally) {
+    std::unique_ptr<HttpClientConnection> connection;
     while (!tally.stop_busy) {
-        std::string error;
-        const int fd = FiberSocket::try_connect("127.0.0.1", port, deadline_after(patience), error);
-        if (fd < 0) {
-            ++tally.unanswered;
-            tally.failed("a real request could not connect: " + error);
+        HttpClientFailure failure;
+        if (!connection)
+            connection =
+                HttpClientConnection::open("127.0.0.1", port, deadline_after(10s), failure);
+        HttpResponse response;
+        // 20 s: thousands of times what a request takes here, even with the machine busy.
+        if (connection && connection->try_get("/spin", deadline_after(20s), response, failure) &&
+            response.status == 200) {
+            ++tally.answered;
+            if (!response.keep_alive) connection.reset();
             continue;
         }
-        FiberSocket socket(fd);
-        FiberStream stream(socket, patience, patience);
-        for (bool closing = false; !closing && !tally.stop_busy;) {
-            error = get_spin(socket, stream, closing);
-            if (!error.empty()) {
-                ++tally.unanswered;
-                tally.failed("a real request failed: " + error);
-                break;
-            }
-            ++tally.answered;
-        }
+        ++tally.unanswered;
+        tally.failed("a real request failed: " +
+                     (connection ? failure.what : "connect: " + failure.what));
+        connection.reset();
     }
 }
 
