@@ -1,5 +1,5 @@
 // The downstream call of GET /orders/{id}: one GET to the "inventory" service on a kept-alive
-// connection, through the fiber-aware HTTP client in client/.
+// connection, through lesson 03's fiber-aware HTTP client (lessons/03-connector/client/).
 //
 //   InventoryClient inventory("http://127.0.0.1:8090/benchmark", std::chrono::seconds(5));
 //   HttpResponse answer;

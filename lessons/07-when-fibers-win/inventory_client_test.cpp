@@ -1,8 +1,8 @@
 // The inventory client's kept connections (issue 26, case 6): bounded per carrier, closed when
 // idle too long, and dropped once the server has closed them, so that no burst leaves sockets
-// behind in CLOSE-WAIT. The inventory is a fake on loopback (client/fake_downstream.hpp) that
-// holds each answer of a burst until the whole burst has arrived: "N
-// connections are open at once" is a fact the test waits for, not a guess about timing.
+// behind in CLOSE-WAIT. The inventory is a fake on loopback (lesson 03's
+// client/fake_downstream.hpp) that holds each answer of a burst until the whole burst has arrived:
+// "N connections are open at once" is a fact the test waits for, not a guess about timing.
 #include "carrier.hpp"
 #include "fake_downstream.hpp"
 #include "inventory_client.hpp"

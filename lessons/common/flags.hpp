@@ -40,8 +40,9 @@ public:
                const std::string& help);
 
     // Runs `callback` once a parse succeeded, before parse() or try_parse() returns (not after
-    // --help, --print-config or an error), callbacks in the order given: for a part that acts
-    // on its own flags before the program starts.
+    // --help, the built-in --print-config or an error), callbacks in the order given: for a part
+    // that acts on its own flags before the program starts. A program's own checks after parse()
+    // (and a print-config flag of its own) come after the callbacks.
     Flags& on_parsed(std::function<void()> callback);
 
     // Parses argv or exits: 0 after --help or --print-config, 2 on any error.

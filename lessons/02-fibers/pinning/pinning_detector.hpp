@@ -14,7 +14,7 @@
 //  3. when such a turn ends with others ready, the watchdog reports one event: a block of text
 //     on stderr, a JSON line in the events file, a call to on_event. Reporting at the end means
 //     the duration and the CPU time are known; a fiber that never gives its carrier back is never
-//     reported (lesson 08's watchdog shows how to catch a hang).
+//     reported (lesson 08's stall alarm shows how to catch a hang).
 //
 // Wall clock, like JFR: a turn also lasts longer when the OS, a hypervisor or a debugger keeps
 // the thread from running. On a busy machine, raise the threshold (pindemo/README.md).

@@ -1,4 +1,4 @@
-// spike: the load driver of lessons 05 and 06. N workers in a closed loop, each a fiber with its
+// spike: the load driver lesson 05 teaches. N workers in a closed loop, each a fiber with its
 // own kept-alive HTTP/1.1 connection, ramping up, holding, then stopping by themselves.
 //
 //   spike --url http://127.0.0.1:8080/work --workers 7000 --ramp 20 --hold 90

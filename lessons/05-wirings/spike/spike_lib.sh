@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Runs one spike against one server: what lesson 05's and lesson 06's checkpoints (and the demo)
-# do once per profile. Source it after lessons/tools/lib.sh; do not run it.
+# Runs one spike against one server: what the checkpoints from lesson 05 on (and the demo) do
+# once per profile. Source it after lessons/tools/lib.sh; do not run it.
 #
 #   pool_ceiling
 #       Prints the pool's ceiling as pgbench measures it on $PG_CONNINFO, and keeps the figure
