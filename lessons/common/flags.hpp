@@ -53,6 +53,7 @@ public:
     std::string try_parse(const std::vector<std::string>& args);
 
     std::string usage() const;
+    const std::string& program() const { return program_; } // as errors name it
     // What --print-config prints: one `--name=value` line per flag, shell-quoted.
     std::string config() const;
 

@@ -98,3 +98,13 @@ TEST_CASE("lesson02 --keep-alive --detect-pinning reports cpp-httplib's keep-ali
     }
     CHECK(keep_alive_waits >= 1);
 }
+
+TEST_CASE("lesson02 with an events file it cannot write says so in one line and exits 2",
+          "[lesson02][pinning]") {
+    std::string output;
+    const int status =
+        run_program({lesson02, "--pinning-events", "/nonexistent-directory/e.jsonl"}, output);
+    CHECK(status == 2);
+    CHECK(output == "lesson02: cannot write pinning events to /nonexistent-directory/e.jsonl: No "
+                    "such file or directory\n");
+}

@@ -2,7 +2,6 @@
 
 #include "process.hpp"
 
-#include <cerrno>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -14,7 +13,7 @@ std::unique_ptr<PinningDetector> detector;
 
 } // namespace
 
-PinningFlags::PinningFlags(Flags& flags) {
+PinningFlags::PinningFlags(Flags& flags) : program_(flags.program()) {
     flags
         .add("detect-pinning", detect_,
              "report on stderr every fiber that holds its carrier thread (pins it) longer than "
@@ -33,8 +32,7 @@ void PinningFlags::start() {
     try {
         detector = std::make_unique<PinningDetector>(options_);
     } catch (const std::exception& e) {
-        // As for any bad flag. glibc's name of the program: the one Flags prints too.
-        fail(program_invocation_short_name, e.what(), 2);
+        fail(program_, e.what(), 2); // as for any bad flag
     }
     // Stopped at exit before any static object is destroyed: its last report may still need them.
     std::atexit([] { detector.reset(); });

@@ -23,6 +23,7 @@ public:
 private:
     void start();
 
+    std::string program_; // for the one-line error, as Flags words its own
     bool detect_ = false;
     PinningDetector::Options options_;
 };
