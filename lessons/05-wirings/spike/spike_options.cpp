@@ -43,7 +43,8 @@ void add_spike_flags(Flags& flags, SpikeOptions& options, const std::string& def
         .add("backoff", options.backoff, 0ms, 1h,
              "after any answer other than 200, wait this long (0: not at all; closed loop only: "
              "an open loop keeps its schedule)")
-        .add("out", options.out, "the CSV of attempts: ts,status,latency_ms")
+        .add("out", options.out,
+             "the CSV of attempts: ts,status,latency_ms (with --rate also sent_ms)")
         .add("probe-url", options.probe_url,
              "read http_server_requests_inflight and connector_connections_current from this "
              "Prometheus /metrics URL once a second (none: no probe)")
