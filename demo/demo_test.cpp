@@ -265,6 +265,20 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
     CHECK(ceiling.max_connections >= ceiling_max_connections * 0.9);
     CHECK(ceiling.count(-1) + ceiling.count(-3) > 0);
 
+    // The open loop on platform's server after its spike: 400 requests/s for 2 s on at most 200
+    // connections. Every scheduled request has a row, however slow the server. The pool answers
+    // at most 10 / 50 ms = 200 a second, so by t s at most 200 + 200 t requests have gone out:
+    // the last of the 800, due before 2 s, cannot leave before 3 s, however fast the machine.
+    const SpikeShape open =
+        read_spike_shape(out + "/platform-open.csv", out + "/platform-open-probe.csv", 2);
+    STEP("platform, open loop: " << open.describe());
+    CHECK(open.rows == 800);
+    CHECK(open.count(500) == 0);
+    CHECK(open.max_inflight <= threads_max);
+    CHECK(open.max_sent_late_ms >= 900);
+    CHECK(file_size(out + "/platform-loops.png") > 10000);
+    ::unlink((out + "/platform-loops.png").c_str()); // the redraw below draws it again
+
     const std::string summary = read_file(out + "/SUMMARY.txt");
     STEP("SUMMARY.txt:\n" << summary);
     const auto lines = lines_of(summary);
@@ -308,6 +322,7 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
         INFO(figure);
         CHECK(file_size(out + "/" + figure) > 10000);
     }
+    CHECK(file_size(out + "/platform-loops.png") > 10000);
 }
 
 TEST_CASE("demo/run --only vt --db runs one profile's spike on a database the user started, "

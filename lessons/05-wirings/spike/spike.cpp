@@ -1,14 +1,19 @@
 // spike: the load driver lesson 05 teaches. N workers in a closed loop, each a fiber with its
-// own kept-alive HTTP/1.1 connection, ramping up, holding, then stopping by themselves.
+// own kept-alive HTTP/1.1 connection, ramping up, holding, then stopping by themselves. With
+// --rate, an open loop: requests on a fixed schedule, carried by at most N connections.
 //
 //   spike --url http://127.0.0.1:8080/work --workers 7000 --ramp 20 --hold 90
 //         --timeout 90 --backoff 2 --out /tmp/spike.csv
 //         --probe-url http://127.0.0.1:8081/metrics --probe-out /tmp/spike-probe.csv
+//   spike --url http://127.0.0.1:8080/work --rate 400 --workers 2000 --ramp 0 --hold 20
 //
 // Output (by default in <build>/logs, beside the checkpoints' logs, wherever it is run from):
 //   --out        ts,status,latency_ms: one row per attempt (see spike_log.hpp). status is the
 //                HTTP status or a sentinel: -1 response timeout, -2 other transport error,
-//                -3 connect timeout (checked first), -4 still in flight when interrupted.
+//                -3 connect timeout (checked first), -4 still in flight when interrupted,
+//                -5 not sent (open loop: the spike fell behind its schedule by --timeout).
+//                With --rate, ts,status,latency_ms,sent_ms: ts is the intended start, the
+//                latency counts from it, sent_ms is when the request went out.
 //                [default: <build>/logs/spike.csv]
 //   --probe-out  ts,inflight,connections,pool_pending from the server's /metrics once a second
 //                (probe.hpp). [default: <build>/logs/spike-probe.csv]
@@ -57,6 +62,9 @@ std::string files_written(const Spike& spike, const SpikeOptions& options) {
     const SpikeCounts counts = spike.counts();
     std::string text = std::to_string(counts.rows) + " rows in " + options.out + " (" +
                        status_mix(counts.by_status) + ")";
+    if (options.rate > 0)
+        text = "open loop at " + std::to_string(options.rate) + "/s, " +
+               std::to_string(spike.scheduled()) + " requests scheduled; " + text;
     if (!options.probe_url.empty())
         text += "; " + std::to_string(spike.probe_samples()) + " probe samples in " +
                 options.probe_out + " (" + std::to_string(spike.probe_failures()) + " failed)";
@@ -70,11 +78,14 @@ int main(int argc, char** argv) {
     SpikeOptions options;
     Flags flags(
         "spike",
-        "Drives a closed-loop spike: workers ramp up, hold, then stop by themselves. One "
-        "CSV row per attempt, ts,status,latency_ms, ts being when the attempt started (ms "
+        "Drives a closed-loop spike: workers ramp up, hold, then stop by themselves; or, "
+        "with --rate, an open loop: requests on a fixed schedule, however slow the answers. "
+        "One CSV row per attempt, ts,status,latency_ms, ts being when the attempt started (ms "
         "since the spike began); status is the HTTP status or -1 response timeout, -2 other "
-        "transport error, -3 connect timeout, -4 still in flight at Ctrl+C. Durations are "
-        "seconds (fractions allowed) or carry a unit (500ms).");
+        "transport error, -3 connect timeout, -4 still in flight at Ctrl+C, -5 not sent. "
+        "With --rate, ts is the intended start, the latency counts from it, and a fourth "
+        "column, sent_ms, says when the request went out (-1: never). Durations are seconds "
+        "(fractions allowed) or carry a unit (500ms).");
     const std::filesystem::path logs = logs_dir();
     options.out = (logs / "spike.csv").string();
     const std::string default_probe_out = (logs / "spike-probe.csv").string();

@@ -7,6 +7,9 @@
 //   -3  connect timeout: the connect did not finish within --connect-timeout. Checked first: a
 //       connect that times out is -3 even when --timeout passed too.
 //   -4  interrupted: the spike was stopped (Ctrl+C) before this attempt ended
+//   -5  not sent (open loop only): when a worker was free to send it, its --timeout had already
+//       passed since its intended start. Every attempt ends by its own deadline, so only a spike
+//       that fell that far behind its schedule (starved of CPU) writes these.
 #pragma once
 
 #include "http_client.hpp"
@@ -20,6 +23,7 @@ constexpr int response_timeout = -1;
 constexpr int transport_error = -2;
 constexpr int connect_timeout = -3;
 constexpr int interrupted = -4;
+constexpr int not_sent = -5;
 } // namespace sentinel
 
 struct SpikeTarget {

@@ -17,13 +17,14 @@ double ms(std::chrono::steady_clock::duration d) {
 
 } // namespace
 
-SpikeLog::SpikeLog(const std::string& path, int workers, Clock::time_point start)
-    : path_(path), start_(start), started_(static_cast<std::size_t>(workers)) {
+SpikeLog::SpikeLog(const std::string& path, int workers, Clock::time_point start, bool open_loop)
+    : path_(path), start_(start), open_loop_(open_loop),
+      started_(static_cast<std::size_t>(workers)) {
     file_ = std::fopen(path.c_str(), "w");
     if (file_ == nullptr)
         throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
     // Plain CSV written by hand: three numbers a row need no library, and awk reads them.
-    std::fputs("ts,status,latency_ms\n", file_);
+    std::fputs(open_loop_ ? "ts,status,latency_ms,sent_ms\n" : "ts,status,latency_ms\n", file_);
     std::fflush(file_);
     writer_ = std::thread([this] { write_rows(); });
 }
@@ -36,11 +37,20 @@ SpikeLog::~SpikeLog() {
     }
 }
 
-bool SpikeLog::begin(int worker, Clock::time_point at) {
+bool SpikeLog::begin(int worker, Clock::time_point intended, Clock::time_point sent) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (interrupted_) return false;
-    started_[static_cast<std::size_t>(worker)] = at;
+    started_[static_cast<std::size_t>(worker)] = Started{intended, sent};
     ++counts_.in_flight;
+    return true;
+}
+
+bool SpikeLog::not_sent(Clock::time_point intended, Clock::time_point at) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (interrupted_) return false;
+    queued_.push_back({ms(intended - start_), sentinel::not_sent, ms(at - intended), -1});
+    ++counts_.rows;
+    ++counts_.by_status[sentinel::not_sent];
     return true;
 }
 
@@ -64,7 +74,8 @@ int SpikeLog::interrupt(Clock::time_point at) {
 
 void SpikeLog::record(int worker, int status, Clock::time_point at) {
     auto& started = started_[static_cast<std::size_t>(worker)];
-    queued_.push_back({ms(*started - start_), status, ms(at - *started)});
+    queued_.push_back({ms(started->intended - start_), status, ms(at - started->intended),
+                       ms(started->sent - start_)});
     started.reset();
     --counts_.in_flight;
     ++counts_.rows;
@@ -81,7 +92,10 @@ void SpikeLog::write_rows() {
         lock.unlock();
         bool ok = true;
         for (const Row& row : batch)
-            ok = std::fprintf(file_, "%.3f,%d,%.3f\n", row.ts_ms, row.status, row.latency_ms) > 0 &&
+            ok = (open_loop_ ? std::fprintf(file_, "%.3f,%d,%.3f,%.3f\n", row.ts_ms, row.status,
+                                            row.latency_ms, row.sent_ms)
+                             : std::fprintf(file_, "%.3f,%d,%.3f\n", row.ts_ms, row.status,
+                                            row.latency_ms)) > 0 &&
                  ok;
         ok = std::fflush(file_) == 0 && ok;
         const int error = errno;

@@ -1,11 +1,17 @@
 // What a spike is: how many workers, how they ramp up, how long they hold, and how long each
-// attempt may take. Every number is a flag; the defaults are the study's.
+// attempt may take; or, with a rate, the schedule of an open loop. Every number is a flag; the
+// defaults are the study's (a closed loop).
 #pragma once
 
 #include "flags.hpp"
 
 #include <chrono>
 #include <string>
+
+// The highest --rate: far more than this spike can send on a small machine (it would fall behind
+// its schedule, which its CSV's sent_ms column shows), and low enough that rate x the longest
+// --hold (24 h) counts requests far inside a 64-bit integer.
+constexpr int max_rate = 100000;
 
 struct SpikeOptions {
     std::string url = "http://127.0.0.1:8080/work";
@@ -28,6 +34,9 @@ struct SpikeOptions {
     std::string out = "spike.csv"; // the spike program's default is <build>/logs/spike.csv
     std::string probe_url;         // empty: no probe
     std::string probe_out;         // empty: probe.csv when there is a probe
+    // Requests per second of an open loop (spike_run.hpp): request i is intended at i / rate s,
+    // whatever the answers. 0: the closed loop above.
+    int rate = 0;
     // Carrier threads for the workers' fibers. The spike shares the machine with the server, so
     // it stays small; two keep one busy carrier from delaying every worker's clock.
     int carriers = 2;

@@ -36,9 +36,23 @@ std::chrono::microseconds worker_offset(int worker, int workers, std::chrono::mi
     return std::chrono::microseconds(ramp_us * worker / workers);
 }
 
+std::chrono::nanoseconds intended_offset(long long request, int rate) {
+    // Whole seconds, then the rest: request * 1e9 alone would overflow past 9.2e9 requests.
+    constexpr long long ns_per_s = 1'000'000'000;
+    return std::chrono::seconds(request / rate) +
+           std::chrono::nanoseconds(request % rate * ns_per_s / rate);
+}
+
+long long scheduled_requests(int rate, std::chrono::milliseconds hold) {
+    // Request i is intended before `hold` when i < hold * rate: ceil(hold_ms * rate / 1000).
+    return (hold.count() * rate + 999) / 1000;
+}
+
 Spike::Spike(const SpikeOptions& options)
     : options_(options), target_(target_of(options)), start_(Clock::now()),
-      end_(start_ + options.ramp + options.hold), log_(options.out, options.workers, start_),
+      end_(start_ + options.ramp + options.hold),
+      log_(options.out, options.workers, start_, options.rate > 0),
+      scheduled_(options.rate > 0 ? scheduled_requests(options.rate, options.hold) : 0),
       workers_left_(options.workers) {
     if (!options.probe_url.empty())
         probe_ = std::make_unique<Probe>(
@@ -67,19 +81,42 @@ void Spike::work(int worker) {
         Spike* spike;
         ~Done() { spike->worker_done(); }
     } done{this};
+    if (options_.rate > 0) return keep_schedule(worker);
     boost::this_fiber::sleep_until(start_ + worker_offset(worker, options_.workers, options_.ramp));
     std::unique_ptr<HttpClientConnection> connection;
     while (Clock::now() < end_) {
-        const Clock::time_point began = Clock::now();
-        if (!log_.begin(worker, began)) break; // interrupted
-        int status = sentinel::transport_error;
-        {
-            const RowOnExit row{log_, worker, status};
-            status = attempt(connection, target_, began);
-        }
+        int status = 0;
+        if (!attempt_with_row(worker, connection, Clock::now(), status)) break; // interrupted
         if (status != 200)
             boost::this_fiber::sleep_until(std::min(Clock::now() + options_.backoff, end_));
     }
+}
+
+void Spike::keep_schedule(int worker) {
+    std::unique_ptr<HttpClientConnection> connection;
+    for (;;) {
+        const long long request = next_request_.fetch_add(1);
+        if (request >= scheduled_) return;
+        const Clock::time_point intended = start_ + intended_offset(request, options_.rate);
+        boost::this_fiber::sleep_until(intended); // at once when the request is late already
+        const Clock::time_point now = Clock::now();
+        if (now >= intended + options_.timeout) {
+            if (!log_.not_sent(intended, now)) return; // interrupted
+            boost::this_fiber::yield(); // a spike that fell behind lets its other workers run
+            continue;
+        }
+        int status = 0;
+        if (!attempt_with_row(worker, connection, intended, status)) return; // interrupted
+    }
+}
+
+bool Spike::attempt_with_row(int worker, std::unique_ptr<HttpClientConnection>& connection,
+                             Clock::time_point intended, int& status) {
+    if (!log_.begin(worker, intended, Clock::now())) return false;
+    status = sentinel::transport_error;
+    const RowOnExit row{log_, worker, status};
+    status = attempt(connection, target_, intended);
+    return true;
 }
 
 void Spike::worker_done() {

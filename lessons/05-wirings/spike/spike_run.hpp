@@ -9,6 +9,22 @@
 // worker never has more than one attempt outstanding, so the server's speed sets the pace, the
 // way a crowd of users who wait for their page would. Nothing is random: the same flags give
 // the same schedule every run.
+//
+// With a rate (--rate, needs --ramp 0) the spike is an OPEN loop instead: requests arrive on a
+// fixed schedule, the way users who do not wait for each other would, however slow the server.
+//
+//   0 ........................................ hold ........ (at most --timeout)
+//   request i is intended at i / rate s,       no request    requests in flight
+//   computed from i, never from a clock        after this    finish and get rows
+//
+// The workers are the connections that carry the requests, and so the most requests outstanding
+// at once: each takes the next request of the schedule, waits for its intended start, sends it,
+// and takes the next. A request that finds every worker busy is sent as soon as one is free,
+// late, and its latency still counts from its intended start: the wait is part of what a user
+// arriving then would have seen (measuring from the send would hide it: coordinated omission).
+// Every deadline counts from the intended start too, so no request waits for a worker longer
+// than --timeout; one found past it is not sent (a -5 row). A closed loop whose server slows
+// sends fewer requests; an open loop sends every scheduled one (or writes why not).
 #pragma once
 
 #include "carrier.hpp"
@@ -17,6 +33,7 @@
 #include "spike_log.hpp"
 #include "spike_options.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -26,6 +43,14 @@
 
 // When worker `worker` of `workers` starts, after the spike began: ramp * worker / workers.
 std::chrono::microseconds worker_offset(int worker, int workers, std::chrono::milliseconds ramp);
+
+// When an open loop's request `request` is intended, after the spike began: request / rate s,
+// rounded down to the nanosecond. Computed from the request's number alone, so however late
+// one request goes out, the next one's time does not move.
+std::chrono::nanoseconds intended_offset(long long request, int rate);
+
+// How many requests an open loop at `rate` schedules in `hold`: every one intended before it.
+long long scheduled_requests(int rate, std::chrono::milliseconds hold);
 
 class Spike {
 public:
@@ -55,11 +80,18 @@ public:
     long probe_samples() const;
     long probe_failures() const;
     Clock::duration elapsed() const { return Clock::now() - start_; }
-    // ramp + hold: when the last attempt may start.
+    // An open loop's requests: every one intended before the end of --hold (0 in a closed loop).
+    long long scheduled() const { return scheduled_; }
+    // ramp + hold: when the last attempt may start (an open loop's last is intended before it).
     Clock::duration planned() const { return end_ - start_; }
 
 private:
     void work(int worker);
+    void keep_schedule(int worker); // an open loop's worker
+    // Makes one attempt intended at `intended` and writes its row; false if the spike was
+    // interrupted (then nothing was sent).
+    bool attempt_with_row(int worker, std::unique_ptr<HttpClientConnection>& connection,
+                          Clock::time_point intended, int& status);
     void worker_done();
     void close_files();
 
@@ -69,6 +101,9 @@ private:
     Clock::time_point end_;
     SpikeLog log_;
     std::unique_ptr<Probe> probe_;
+    // An open loop's schedule: how many requests, and the next one a free worker takes.
+    long long scheduled_ = 0;
+    std::atomic<long long> next_request_{0};
 
     std::mutex done_mutex_; // held only to count and notify, also by fibers
     std::condition_variable all_done_;

@@ -12,6 +12,7 @@ struct SpikeShape {
     long rows = 0;
     double seconds = 0; // ramp + hold
     double max_inflight = -1, max_connections = -1, max_pool_pending = -1;
+    double max_sent_late_ms = -1; // an open loop's: the longest a sent request waited to go out
     long probe_samples = 0;
 
     long count(int status) const;
@@ -19,7 +20,7 @@ struct SpikeShape {
     std::string describe() const;       // the story of the spike, for STEP
 };
 
-// Reads a spike's CSV (ts,status,latency_ms) and its probe's CSV
+// Reads a spike's CSV (ts,status,latency_ms, or an open loop's with sent_ms) and its probe's CSV
 // (ts,inflight,connections,pool_pending) of a spike whose ramp + hold was `seconds`. Throws
 // std::runtime_error when a file is not such a CSV.
 SpikeShape read_spike_shape(const std::string& csv, const std::string& probe_csv, double seconds);

@@ -219,6 +219,7 @@ struct Row {
     double ts_ms;
     int status;
     double latency_ms;
+    double sent_ms; // an open loop's; a closed loop's attempts were sent at ts_ms
 };
 
 std::vector<std::string> lines_of(const std::string& path) {
@@ -229,18 +230,22 @@ std::vector<std::string> lines_of(const std::string& path) {
     return lines;
 }
 
-// The rows of a spike CSV, sorted by ts (the file has them in the order attempts ended).
+// The rows of a spike CSV, closed loop or open, sorted by ts (the file has them in the order
+// attempts ended).
 std::vector<Row> read_rows(const std::string& path) {
     const auto lines = lines_of(path);
-    if (lines.empty() || lines[0] != "ts,status,latency_ms")
+    const bool open_loop = !lines.empty() && lines[0] == "ts,status,latency_ms,sent_ms";
+    if (lines.empty() || (lines[0] != "ts,status,latency_ms" && !open_loop))
         throw std::runtime_error(path + " has no header");
     std::vector<Row> rows;
     for (std::size_t i = 1; i < lines.size(); ++i) {
         Row row{};
         char extra = 0;
-        if (std::sscanf(lines[i].c_str(), "%lf,%d,%lf%c", &row.ts_ms, &row.status, &row.latency_ms,
-                        &extra) != 3)
+        const int fields = std::sscanf(lines[i].c_str(), "%lf,%d,%lf,%lf%c", &row.ts_ms,
+                                       &row.status, &row.latency_ms, &row.sent_ms, &extra);
+        if (fields != (open_loop ? 4 : 3))
             throw std::runtime_error(path + ": malformed row '" + lines[i] + "'");
+        if (!open_loop) row.sent_ms = row.ts_ms;
         rows.push_back(row);
     }
     std::sort(rows.begin(), rows.end(),
@@ -288,10 +293,12 @@ std::string program() {
     return std::string(BIN_DIR) + "/spike";
 }
 
-// An exception no attempt expects (memory ran out, a bug), injected where the spike's client
-// reads: this program defines recv(), which the linker prefers to libc's. When armed, the next
-// recv() on a spike carrier thread throws; every other call goes to the real one.
+// Faults injected where the spike's client reads: this program defines recv(), which the linker
+// prefers to libc's. When armed, the next recv() on a spike carrier thread throws an exception
+// no attempt expects (memory ran out, a bug), or blocks its carrier thread for a while (a spike
+// starved of CPU); every other call goes to the real one.
 std::atomic<bool> recv_throws{false};
+std::atomic<int> recv_stalls_ms{0};
 
 } // namespace
 
@@ -300,8 +307,12 @@ extern "C" ssize_t recv(int fd, void* data, size_t size, int flags) {
         reinterpret_cast<ssize_t (*)(int, void*, size_t, int)>(::dlsym(RTLD_NEXT, "recv"));
     char name[16] = {};
     ::pthread_getname_np(::pthread_self(), name, sizeof name);
-    if (std::strncmp(name, "spike-", 6) == 0 && recv_throws.exchange(false))
-        throw std::runtime_error("an exception inside an attempt (injected into recv)");
+    if (std::strncmp(name, "spike-", 6) == 0) {
+        if (recv_throws.exchange(false))
+            throw std::runtime_error("an exception inside an attempt (injected into recv)");
+        if (const int stall = recv_stalls_ms.exchange(0))
+            std::this_thread::sleep_for(std::chrono::milliseconds(stall)); // pins the carrier
+    }
     return next(fd, data, size, flags);
 }
 
@@ -364,6 +375,108 @@ TEST_CASE("a worker reconnects when the server closes the connection", "[spike]"
     CHECK(count_status(rows, 200) == static_cast<long>(rows.size()));
     CHECK(rows.size() >= 3); // hundreds on a quiet machine; 3 already need two reconnects
     CHECK(server.connections() == static_cast<int>(rows.size()));
+}
+
+// --- The open loop -----------------------------------------------------------------------------
+
+TEST_CASE("an open loop's request i is intended at i / rate, computed from i, so nothing drifts",
+          "[spike][open]") {
+    CHECK(intended_offset(0, 3) == 0ns);
+    CHECK(intended_offset(1, 3) == 333333333ns);
+    CHECK(intended_offset(2, 3) == 666666666ns);
+    CHECK(intended_offset(3, 3) == 1s);
+    // Adding a rounded 1/3 s 3,000 times would be 1 us early by now; computed, it is exact.
+    CHECK(intended_offset(3000, 3) == 1000s);
+    CHECK(intended_offset(3001, 3) == 1000s + 333333333ns);
+    // The largest schedule the flags allow, 100,000/s for 24 h, without overflow.
+    CHECK(intended_offset(8'639'999'999LL, 100000) == 86399s + 999990000ns);
+    // Every request intended before the hold's end, and none after.
+    CHECK(scheduled_requests(20, 1000ms) == 20);
+    CHECK(scheduled_requests(3, 1000ms) == 3);
+    CHECK(scheduled_requests(3, 1001ms) == 4); // the 4th at 1000 ms, before 1001
+    CHECK(scheduled_requests(1, 1ms) == 1);
+    CHECK(scheduled_requests(100000, 24h) == 8'640'000'000LL);
+}
+
+TEST_CASE("against a slow server an open loop still sends every scheduled request, late when "
+          "its workers are busy, and counts each one's latency from its intended start",
+          "[spike][open]") {
+    // Every answer takes at least 200 ms: the server sleeps that long, and a busy machine only
+    // makes it longer. So the verdicts below are lower bounds that load cannot break.
+    MisbehavingServer server(MisbehavingServer::Mode::answer, 200, 200ms);
+    auto options = short_spike("open", server.port(), 2, 0ms, 1000ms);
+    options.rate = 20;
+    STEP("open loop: 20 requests/s for 1 s on at most 2 connections; answers after 0.2 s");
+    const auto rows = run(options);
+    STEP(rows.size() << " rows; the server saw " << server.requests() << " requests on "
+                     << server.connections() << " connections");
+    REQUIRE(rows.size() == 20); // every scheduled request, however slow the server
+    CHECK(count_status(rows, 200) == 20);
+    CHECK(server.requests() == 20);
+    CHECK(server.connections() == 2); // the bound: never more connections than workers
+    CHECK(lines_of(options.out).front() == "ts,status,latency_ms,sent_ms");
+    const Row* latest = &rows.front();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const Row& row = rows[i];
+        const double from_send = row.latency_ms - (row.sent_ms - row.ts_ms);
+        STEP("request " << i << ": intended " << row.ts_ms << " ms, sent " << row.sent_ms
+                        << " ms, latency " << row.latency_ms << " ms from the intended start, "
+                        << from_send << " ms from the send");
+        CHECK(row.ts_ms == 50.0 * static_cast<double>(i)); // the schedule, to the microsecond
+        CHECK(row.sent_ms >= row.ts_ms);                   // never early ...
+        CHECK(row.latency_ms >= from_send);                // ... so the wait counts
+        CHECK(from_send >= 200);
+        if (row.sent_ms > latest->sent_ms) latest = &row;
+    }
+    // Two connections, 200 ms an answer: one of them carries 10 of the 20 requests, and its
+    // 10th cannot go out before 9 x 200 = 1800 ms, though every request was intended before
+    // 1000 ms. That wait is in its latency, not hidden by measuring from the send.
+    STEP("the last sent: intended " << latest->ts_ms << " ms, sent " << latest->sent_ms << " ms");
+    CHECK(latest->sent_ms >= 1800 - 1);
+    CHECK(latest->latency_ms - (latest->sent_ms - latest->ts_ms) < latest->latency_ms - 800);
+
+    // The same server, workers and hold as a closed loop: each worker waits for its answer
+    // before asking again, so the slow server sets the pace: attempts start at 0, 200, 400, 600
+    // and 800 ms at the earliest, at most 5 per worker, never the 20 that were due.
+    STEP("closed loop: 2 workers for 1 s against the same server");
+    auto closed = short_spike("open-vs-closed", server.port(), 2, 0ms, 1000ms);
+    const auto closed_rows = run(closed);
+    STEP(closed_rows.size() << " rows");
+    CHECK(closed_rows.size() <= 10);
+}
+
+TEST_CASE("an open loop that falls behind its schedule by --timeout does not send those requests "
+          "but writes a -5 row for each",
+          "[spike][open]") {
+    MisbehavingServer server(MisbehavingServer::Mode::answer, 200);
+    auto options = short_spike("open-behind", server.port(), 2, 0ms, 1000ms);
+    options.rate = 20;
+    options.timeout = 200ms;
+    options.carriers = 1;
+    STEP("open loop: 20 requests/s for 1 s, timeout 0.2 s, one carrier; the first read blocks "
+         "the carrier for 0.6 s");
+    // The requests intended before the stall's end minus 200 ms are past their timeout when a
+    // worker gets to them: at least request 1 or 2 (due at 50 and 100 ms), whenever the stall
+    // begins, since a worker never takes a request more than one ahead of its schedule.
+    recv_stalls_ms = 600;
+    const auto rows = run(options);
+    CHECK(recv_stalls_ms == 0); // it fired
+    long sent = 0;
+    for (const Row& row : rows) {
+        if (row.status != -5) {
+            sent += row.sent_ms >= 0;
+            continue;
+        }
+        STEP("not sent: intended " << row.ts_ms << " ms, given up after " << row.latency_ms
+                                   << " ms");
+        CHECK(row.sent_ms == -1);
+        CHECK(row.latency_ms >= 200);
+    }
+    STEP(rows.size() << " rows, " << count_status(rows, -5) << " not sent; the server saw "
+                     << server.requests());
+    CHECK(rows.size() == 20);
+    CHECK(count_status(rows, -5) >= 1);
+    CHECK(sent == server.requests()); // what was not sent never reached the server
 }
 
 // --- Every sentinel -----------------------------------------------------------------------------
@@ -650,6 +763,17 @@ TEST_CASE("spike runs its course, prints a summary and exits 0", "[spike]") {
     CHECK(output.find(std::to_string(rows.size()) + " rows in " + out +
                       " (200: " + std::to_string(rows.size()) + ")") != std::string::npos);
     CHECK(rows.size() == static_cast<std::size_t>(server.requests()));
+
+    STEP("the same with --rate 10 --ramp 0 --hold 0.3: an open loop of 3 requests");
+    const int open_status = run_program(
+        {program(), "--url", "http://127.0.0.1:" + std::to_string(server.port()) + "/x", "--rate",
+         "10", "--workers", "3", "--ramp", "0", "--hold", "0.3", "--out", out},
+        output);
+    STEP("spike said: " << output);
+    CHECK(open_status == 0);
+    CHECK(output.find("open loop at 10/s, 3 requests scheduled; 3 rows in " + out + " (200: 3)") !=
+          std::string::npos);
+    CHECK(lines_of(out).front() == "ts,status,latency_ms,sent_ms");
 }
 
 // The "[default: PATH]" that `spike --help` gives for `flag`, or "".
@@ -733,6 +857,9 @@ TEST_CASE("a bad flag is one line and exit status 2", "[spike]") {
         {{"--url", "ftp://127.0.0.1/x"}, "--url: 'ftp://127.0.0.1/x' does not start with http://"},
         {{"--url", "http://example.com/x"}, "'example.com' is not an IPv4 address"},
         {{"--probe-out", "p.csv"}, "--probe-out needs --probe-url"},
+        {{"--rate", "100001"}, "--rate: '100001' is not in 0..100000"},
+        {{"--rate", "-1"}, "--rate: '-1' is not in 0..100000"},
+        {{"--rate", "50"}, "--rate: an open loop starts at its full rate; give --ramp 0 too"},
         {{"--workers", "2000000000"}, "--workers 2000000000 needs about 2000000064 open files"},
         {{"--out", "/nonexistent/dir/spike.csv", "--workers", "1"},
          "cannot write /nonexistent/dir/spike.csv: No such file or directory"},

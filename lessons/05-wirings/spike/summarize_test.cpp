@@ -73,3 +73,31 @@ TEST_CASE("summarize counts goodput by arrival and percentiles by start, in the 
     CHECK(run_program({SUMMARIZE, probe}, output) == 1);
     CHECK(output == "summarize: " + probe + " is not a CSV with the header ts,status,latency_ms\n");
 }
+
+TEST_CASE("summarize reports an open loop's latency from the intended start and, beside it, from "
+          "the send",
+          "[summarize]") {
+    std::string output;
+    // An open loop's CSV: ts is the intended start, the latency counts from it, sent_ms is when
+    // the request went out. Latency from the send = latency_ms - (sent_ms - ts).
+    const std::string open = written("summarize-open.csv", "ts,status,latency_ms,sent_ms\n"
+                                                           "0,200,100,0\n"       // on time: 100
+                                                           "500,200,700,800\n"   // 300 late: 400
+                                                           "1000,200,900,1500\n" // 500 late: 400
+                                                           "1500,503,600,2000\n" // 500 late: 100
+                                                           "2000,-5,3000,-1\n"); // never sent
+    REQUIRE(run_program({SUMMARIZE, "--label", "open", "--from", "0", "--to", "2", open}, output) ==
+            0);
+    // Goodput: 200s arrived at 0.1, 1.2 and 1.9 s. Sent late: 0, 300, 500, 500 ms (nearest rank:
+    // p50 the 2nd, p95 the 4th). 200s from the intended start 100, 700, 900; from the send 100,
+    // 400, 400 (p50 the 2nd, p95 the 3rd).
+    CHECK(output == "open: 5 rows (200: 3, 503: 1, -5: 1)\n"
+                    "  steady state 0 s .. 2 s: goodput 1.5/s (200s that arrived in it, per "
+                    "second)\n"
+                    "  open loop: 4 sent, 300.0 ms late at p50, 500.0 ms at p95, 500.0 ms at "
+                    "most; 1 not sent\n"
+                    "  latency from the intended start: 200s p50 700.0 ms, p95 900.0 ms (3 "
+                    "intended in it); 503s p50 600.0 ms, p95 600.0 ms (1 intended in it)\n"
+                    "  latency from the send:           200s p50 400.0 ms, p95 400.0 ms (3 "
+                    "intended in it); 503s p50 100.0 ms, p95 100.0 ms (1 intended in it)\n");
+}
