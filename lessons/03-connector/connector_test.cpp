@@ -7,6 +7,8 @@
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <sys/socket.h>
@@ -23,6 +25,11 @@ const std::string exception_text = "the text of an exception, which no client ma
 struct TestServer {
     HttpApp app;
     std::unique_ptr<Connector> connector;
+    // GET /pin blocks its whole carrier thread (pinning, on purpose) until the test releases it.
+    std::promise<void> unpin;
+    std::shared_future<void> unpinned = unpin.get_future().share();
+    std::atomic<bool> pinned{false};
+    std::atomic<bool> released{false};
 
     explicit TestServer(ConnectorOptions options = {}) {
         options.port = 0;
@@ -45,9 +52,20 @@ struct TestServer {
             res.set_content("half done\n", "text/plain"); // set before the throw: never sent
             throw std::runtime_error(exception_text);
         });
+        app.Get("/pin", [this](const httplib::Request&, httplib::Response& res) {
+            pinned = true;
+            unpinned.wait(); // a thread-blocking wait: every fiber of this carrier stops
+            res.set_content("unpinned\n", "text/plain");
+        });
         connector = std::make_unique<Connector>(app, options);
         connector->start();
     }
+    // Lets GET /pin return. Also on the way out, so that a failed test cannot leave the carrier
+    // blocked and the connector's stop waiting for it forever.
+    void unpin_carrier() {
+        if (!released.exchange(true)) unpin.set_value();
+    }
+    ~TestServer() { unpin_carrier(); }
     int port() const { return connector->port(); }
 };
 
@@ -175,6 +193,35 @@ TEST_CASE("an idle kept-alive connection is closed after the keep-alive timeout"
     STEP("one request answered; then the client stays quiet");
     CHECK(client.closed_by_peer(5s));
     CHECK(eventually([&] { return server.connector->open_connections() == 0; }));
+}
+
+TEST_CASE("a client that sends its last request and its end at once is answered and closed "
+          "without waiting for the keep-alive timeout",
+          "[lesson03][connector]") {
+    ConnectorOptions options;
+    options.carriers = 1;
+    // Far beyond the check below: only seeing the client's end can close the connection in time.
+    options.keep_alive_timeout = 60s;
+    TestServer server(options);
+    RawConnection client(server.port());
+    REQUIRE(client.send(get_request("/hello")));
+    REQUIRE(status_of(client.receive_response(5s)) == 200);
+    STEP("one request answered; its fiber waits for the next");
+    RawConnection pin(server.port());
+    REQUIRE(pin.send(get_request("/pin")));
+    REQUIRE(eventually([&] { return server.pinned.load(); }));
+    STEP("the only carrier is blocked in GET /pin: nothing reads the first connection now");
+    // Both reach the server's socket before its carrier looks again, so one readiness event
+    // reports the request and the end together; no event follows.
+    REQUIRE(client.send(get_request("/hello")));
+    REQUIRE(::shutdown(client.fd(), SHUT_WR) == 0);
+    STEP("sent a second GET /hello and shut the sending side, then released the carrier");
+    server.unpin_carrier();
+    CHECK(status_of(pin.receive_response(5s)) == 200);
+    CHECK(status_of(client.receive_response(5s)) == 200);
+    // 10 s: a loaded machine answers in milliseconds; the keep-alive timeout is 60 s.
+    CHECK(client.closed_by_peer(10s));
+    CHECK(eventually([&] { return server.connector->open_connections() == 1; })); // `pin` stays
 }
 
 TEST_CASE("a connection that never sends its first request is closed after the read timeout",

@@ -80,9 +80,11 @@ int FiberSocket::try_connect(const std::string& host, int port, Deadline deadlin
 ssize_t FiberSocket::receive(char* data, std::size_t size, Deadline deadline) {
     for (;;) {
         const ssize_t n = ::recv(watch_.fd, data, size, 0);
+        drained_ = n >= 0 && static_cast<std::size_t>(n) < size;
         if (n >= 0) return n;
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+        drained_ = true;
         if (!wait_ready(watch_, Direction::read, deadline)) {
             errno = ETIMEDOUT;
             return -1;
@@ -91,9 +93,11 @@ ssize_t FiberSocket::receive(char* data, std::size_t size, Deadline deadline) {
 }
 
 bool FiberSocket::wait_readable(Deadline deadline) {
-    // Try first here too: bytes that came with an edge already seen (a pipelined request the last
-    // read left in the kernel) raise no new one, so a wait would wait for nothing. A peek needs
-    // no buffer, so a connection waiting for its next request holds none.
+    // After a short read the kernel had nothing more: what came since raised an edge.
+    if (drained_) return wait_ready(watch_, Direction::read, deadline);
+    // Otherwise try first: bytes that came with an edge already seen (a pipelined request the
+    // last read left in the kernel) raise no new one, so a wait would wait for nothing. A peek
+    // needs no buffer, so a connection waiting for its next request holds none.
     for (;;) {
         char byte;
         if (::recv(watch_.fd, &byte, 1, MSG_PEEK) >= 0) return true; // a byte, or the peer closed

@@ -49,6 +49,10 @@ public:
 
 private:
     Watch watch_;
+    // The last receive() got fewer bytes than it asked for (or none yet: EAGAIN), so the kernel
+    // held no more then; any byte since has raised a new edge, and wait_readable() can wait for
+    // it without first asking the kernel (a recv with MSG_PEEK: one syscall per request saved).
+    bool drained_ = false;
     std::string remote_ip_, local_ip_;
     int remote_port_ = -1, local_port_ = -1;
 };

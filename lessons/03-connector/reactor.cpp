@@ -94,6 +94,7 @@ void Reactor::remove(Watch& watch) {
 }
 
 bool Reactor::wait(Watch& watch, Direction direction, Deadline deadline) {
+    if (direction == Direction::read && watch.hung_up) return true;
     bool& ready = direction == Direction::read ? watch.readable : watch.writable;
     if (ready) {
         // An edge arrived since we last looked; it may predate the caller's EAGAIN, in which
@@ -158,6 +159,7 @@ void Reactor::poll(int timeout_ms) noexcept {
             continue;
         }
         // Hang-ups and errors wake both directions: the syscall the fiber retries reports them.
+        if (what & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) watch->hung_up = true;
         if (what & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             wake(watch->reader, watch->readable);
         if (what & (EPOLLOUT | EPOLLHUP | EPOLLERR)) wake(watch->writer, watch->writable);

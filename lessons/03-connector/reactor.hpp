@@ -36,6 +36,10 @@ struct Watch {
     class Reactor* reactor = nullptr;
     bool readable = false; // an edge arrived that no waiter consumed yet
     bool writable = false;
+    // The peer closed its side, or the socket failed: from now on a read never blocks (it
+    // returns the bytes left, then 0 or the error), so a read wait returns at once. Remembered
+    // because the edge that said so came only once, perhaps with data a reader has taken since.
+    bool hung_up = false;
     boost::fibers::context* reader = nullptr; // the fiber parked until readable, if any
     boost::fibers::context* writer = nullptr;
 };

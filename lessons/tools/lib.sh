@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Shared by the scripts in lessons/tools, demo/ and the lesson checkpoints. Source it; do not run it.
-# It defines: ROOT, BUILD, say, die, usage_if_asked, need_build, start_server, stop_servers.
+# It defines: ROOT, BUILD, say, die, usage_if_asked, need_build, start_server, stop_servers,
+# context_switches, cpu_ticks.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # BUILD may be overridden (e.g. BUILD=/tmp/b lessons/tools/setup) to keep several builds side by side.
@@ -63,5 +64,16 @@ stop_servers() {
     done
     SERVER_PIDS=()
 }
+# context_switches PID: "voluntary involuntary" context switches so far, summed over the process's
+# threads (/proc/PID/task/*/status). A thread that has ended takes its own count with it.
+context_switches() {
+    cat /proc/"$1"/task/*/status 2>/dev/null |
+        awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 }
+             END { print v + 0, n + 0 }'
+}
+# cpu_ticks PID: user + system CPU time so far, in clock ticks (getconf CLK_TCK a second; the whole
+# process, ended threads too).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
