@@ -374,7 +374,8 @@ void start_tracing(TraceOptions options) {
     const std::string tmp = options.path + ".tmp";
     std::FILE* probe = std::fopen(tmp.c_str(), "w");
     if (probe == nullptr)
-        throw std::runtime_error("cannot write the trace to " + tmp + ": " + std::strerror(errno));
+        throw std::runtime_error("cannot write the trace to " + options.path + ": " +
+                                 std::strerror(errno));
     std::fclose(probe);
     std::remove(tmp.c_str());
     struct stat file {};
