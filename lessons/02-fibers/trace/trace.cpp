@@ -25,9 +25,9 @@ namespace {
 // Records kept per track and per kind (turns, waits, labels, counters). Memory must stay bounded
 // however long and however hard the server runs: 131,072 turns cover a 2 s window at 65,000
 // switches a second on one carrier, more than a carrier makes serving /hello flat out, and
-// cost 3 MiB (24 bytes each; rings grow only as far as they are used). At the limit the oldest
-// record is overwritten: one still inside the window is counted in otherData.dropped_events, and
-// that track's trace then starts later than the window asks.
+// cost 3 MiB (24 bytes each) once full; pages not yet written cost no memory. At the limit the
+// oldest record is overwritten: one still inside the window is counted in otherData.dropped_events,
+// and that track's trace then starts later than the window asks.
 constexpr std::size_t events_per_track = 1u << 17;
 
 std::int64_t now_ns() {
@@ -77,6 +77,9 @@ std::int64_t done_ns(const Counter& counter) {
 // The last events_per_track records, oldest overwritten first.
 template <typename T> class Ring {
 public:
+    // Reserved whole: growing would copy the records and return memory to the system, which costs
+    // every core an interrupt (a TLB shootdown) in the middle of the carriers' work.
+    Ring() { items_.reserve(events_per_track); }
     bool full() const { return items_.size() == events_per_track; }
     const T& oldest() const { return full() ? items_[next_] : items_.front(); }
     void push(const T& item) {

@@ -4,7 +4,7 @@
 // The scheduling algorithm already sees every switch: Boost.Fiber asks it for the next fiber
 // (pick_next) each time a fiber gives its carrier up. The tracer wraps every carrier's algorithm
 // through carrier.hpp's observer hook, as the pinning detector does, reads the clock once per
-// switch, and stores the turn that just ended: (fiber, start, duration). What the program adds
+// switch, and stores the turn that just ended: (fiber, start, end). What the program adds
 // costs as little, and is turned into JSON only when the trace is written:
 //
 //   trace_label_fiber("conn %d", fd);       // names the calling fiber's turns from now on
