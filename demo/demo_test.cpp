@@ -9,12 +9,15 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -207,6 +210,57 @@ std::vector<std::string> lines_of(const std::string& text) {
     return lines;
 }
 
+// What a profile's trace (trace-<run>.json) holds, counted: the tracks by the kind of thread
+// ("platform", "carrier"), the waits that began by name and, for the gate, by verdict, and the
+// deepest pool queue its counter showed.
+struct TraceCounts {
+    bool whole = false; // parsed as JSON with a traceEvents list
+    std::map<std::string, int> tracks, waits, verdicts;
+    std::set<long long> tracks_borrowing; // tids with a pool.borrow on them
+    double max_pool_pending = 0;
+
+    std::string describe() const {
+        std::ostringstream text;
+        text << (whole ? "whole" : "NOT a whole trace") << "; tracks:";
+        for (const auto& [kind, n] : tracks)
+            text << " " << kind << " " << n;
+        text << "; waits:";
+        for (const auto& [name, n] : waits)
+            text << " " << name << " " << n;
+        text << "; gate verdicts:";
+        for (const auto& [verdict, n] : verdicts)
+            text << " " << verdict << " " << n;
+        text << "; tracks with a pool.borrow " << tracks_borrowing.size()
+             << "; pool pending at most " << max_pool_pending;
+        return text.str();
+    }
+};
+
+TraceCounts count_trace(const std::string& path) {
+    TraceCounts counts;
+    const auto trace = nlohmann::json::parse(read_file(path), nullptr, false);
+    if (trace.is_discarded() || !trace.is_object() || !trace.contains("traceEvents") ||
+        !trace["traceEvents"].is_array())
+        return counts;
+    counts.whole = true;
+    for (const auto& event : trace["traceEvents"]) {
+        const std::string phase = event.value("ph", "");
+        const std::string name = event.value("name", "");
+        if (phase == "M" && name == "thread_name") {
+            const std::string track = event["args"].value("name", "");
+            counts.tracks[track.substr(0, track.find('-'))]++;
+        } else if (phase == "b") {
+            counts.waits[name]++;
+            if (name == "gate") counts.verdicts[event["args"].value("verdict", "")]++;
+            if (name == "pool.borrow") counts.tracks_borrowing.insert(event.value("tid", -1LL));
+        } else if (phase == "C" && name == "pool" && event["args"].contains("pending")) {
+            counts.max_pool_pending =
+                std::max(counts.max_pool_pending, event["args"]["pending"].get<double>());
+        }
+    }
+    return counts;
+}
+
 } // namespace
 
 TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt moves it into the "
@@ -292,6 +346,38 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
     // something only if the same detector fires on a real pin).
     CHECK(!lines_of(read_file(out + "/pindemo-pinning.jsonl")).empty());
     CHECK(file_size(out + "/comparison.txt") > 0);
+
+    // The traces: a second of each profile's steady state, whole, and what the figures must let
+    // a student see in it. Counted, not timed: every bound is a fraction of what the settings
+    // fix (200 threads each borrowing about once a second, 600 or more fibers queued for the
+    // pool, a thousand rejections a second against two hundred admissions).
+    // (Not const: the maps' operator[] reads a kind that never showed up as 0.)
+    TraceCounts platform_trace = count_trace(out + "/trace-platform.json");
+    TraceCounts vt_trace = count_trace(out + "/trace-vt.json");
+    TraceCounts gated_trace = count_trace(out + "/trace-vt-gated.json");
+    STEP("trace-platform.json: " << platform_trace.describe());
+    STEP("trace-vt.json: " << vt_trace.describe());
+    STEP("trace-vt-gated.json: " << gated_trace.describe());
+    CHECK(platform_trace.whole);
+    CHECK(platform_trace.tracks["platform"] >= threads_max / 2);
+    CHECK(platform_trace.tracks_borrowing.size() >= threads_max / 2);
+    CHECK(vt_trace.whole);
+    CHECK(vt_trace.tracks["platform"] == 0); // no thread but the carriers runs a request
+    CHECK(vt_trace.waits["pool.borrow"] >= 5 * pool_size);
+    CHECK(vt_trace.max_pool_pending >= 50 * pool_size);
+    CHECK(gated_trace.whole);
+    CHECK(gated_trace.verdicts["reject"] > gated_trace.verdicts["admit"]);
+    CHECK(gated_trace.max_pool_pending <= pool_size);
+    for (const std::string run : {"platform", "vt", "vt-gated"}) {
+        INFO("timeline-" << run << ".png");
+        CHECK(file_size(out + "/timeline-" + run + ".png") > 10000);
+    }
+    CHECK(file_size(out + "/timeline-vt-gated-zoom.png") > 10000);
+    for (const std::string leftover : {"platform", "vt", "vt-gated", "vt-ceiling"}) {
+        INFO("the trace a server wrote as it stopped, not kept: " << leftover);
+        CHECK(file_size(out + "/" + leftover + "-trace-live.json") == -1);
+    }
+
     const std::vector<std::string> figures = {"latency-platform.png", "latency-vt.png",
                                               "latency-vt-gated.png", "latency-vt-ceiling.png",
                                               "latency-combined.png", "probe.png"};
@@ -306,6 +392,11 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
     const long csv_size = file_size(out + "/vt.csv");
     for (const auto& figure : figures)
         ::unlink((out + "/" + figure).c_str());
+    const std::vector<std::string> timelines = {"timeline-platform.png", "timeline-vt.png",
+                                                "timeline-vt-gated.png",
+                                                "timeline-vt-gated-zoom.png"};
+    for (const auto& timeline : timelines)
+        ::unlink((out + "/" + timeline).c_str());
     ::unlink((out + "/comparison.txt").c_str());
     ::unlink((out + "/SUMMARY.txt").c_str());
     const auto redraw_started = Clock::now();
@@ -323,6 +414,10 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
         CHECK(file_size(out + "/" + figure) > 10000);
     }
     CHECK(file_size(out + "/platform-loops.png") > 10000);
+    for (const auto& timeline : timelines) {
+        INFO(timeline << ", drawn again from its trace");
+        CHECK(file_size(out + "/" + timeline) > 10000);
+    }
 }
 
 TEST_CASE("demo/run --only vt --db runs one profile's spike on a database the user started, "

@@ -12,16 +12,16 @@ RUNS = ["platform", "vt", "vt-gated", "vt-ceiling"]
 PROFILES = ["platform", "vt", "vt-gated"]
 
 
-def _load_summarize():
-    path = ROOT / "lessons" / "05-wirings" / "spike" / "summarize"
+def load_script(path, name):
+    """A Python script of the lessons (a file without .py) as a module."""
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-    loader = importlib.machinery.SourceFileLoader("summarize", str(path))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("summarize", loader))
+    loader = importlib.machinery.SourceFileLoader(name, str(path))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
     loader.exec_module(module)
     return module
 
 
-summarize = _load_summarize()
+summarize = load_script(ROOT / "lessons" / "05-wirings" / "spike" / "summarize", "summarize")
 
 
 def fail(message):
