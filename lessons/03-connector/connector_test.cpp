@@ -224,6 +224,32 @@ TEST_CASE("a client that sends its last request and its end at once is answered 
     CHECK(eventually([&] { return server.connector->open_connections() == 1; })); // `pin` stays
 }
 
+TEST_CASE("a request that follows an urgent (TCP out-of-band) byte is still answered",
+          "[lesson03][connector]") {
+    // Linux ends a read at the urgent mark, so a short read does not mean the kernel held no
+    // more: the request after the mark must not wait for a readiness event that already came.
+    ConnectorOptions options;
+    options.carriers = 1;
+    options.keep_alive_timeout = 60s; // only reading on can answer in time
+    TestServer server(options);
+    RawConnection client(server.port());
+    REQUIRE(client.send(get_request("/hello")));
+    REQUIRE(status_of(client.receive_response(5s)) == 200);
+    RawConnection pin(server.port());
+    REQUIRE(pin.send(get_request("/pin")));
+    REQUIRE(eventually([&] { return server.pinned.load(); }));
+    STEP("the only carrier is blocked in GET /pin: what the client sends now waits in the kernel");
+    REQUIRE(client.send(get_request("/hello")));
+    REQUIRE(::send(client.fd(), "X", 1, MSG_OOB) == 1);
+    REQUIRE(client.send(get_request("/hello")));
+    STEP("sent GET /hello, an urgent byte, GET /hello; then released the carrier");
+    server.unpin_carrier();
+    CHECK(status_of(pin.receive_response(5s)) == 200);
+    CHECK(status_of(client.receive_response(10s)) == 200);
+    // 10 s: a loaded machine answers in milliseconds; the keep-alive timeout is 60 s.
+    CHECK(status_of(client.receive_response(10s)) == 200);
+}
+
 TEST_CASE("a connection that never sends its first request is closed after the read timeout",
           "[lesson03][connector]") {
     // As Go's ReadHeaderTimeout: the first request's head must be in within read_timeout of the

@@ -93,8 +93,9 @@ ssize_t FiberSocket::receive(char* data, std::size_t size, Deadline deadline) {
 }
 
 bool FiberSocket::wait_readable(Deadline deadline) {
-    // After a short read the kernel had nothing more: what came since raised an edge.
-    if (drained_) return wait_ready(watch_, Direction::read, deadline);
+    // After a short read the kernel had nothing more: what came since raised an edge. Unless
+    // the peer ever sent an urgent byte: a read stops at its mark with more behind it.
+    if (drained_ && !watch_.urgent) return wait_ready(watch_, Direction::read, deadline);
     // Otherwise try first: bytes that came with an edge already seen (a pipelined request the
     // last read left in the kernel) raise no new one, so a wait would wait for nothing. A peek
     // needs no buffer, so a connection waiting for its next request holds none.

@@ -82,7 +82,7 @@ void Reactor::add(Watch& watch) {
     // Edge-triggered: epoll reports a change once, so a connection costs one epoll_ctl for its
     // whole life. The price is discipline: always try the syscall first and wait only after
     // EAGAIN, and remember edges that arrive while nobody waits (watch.readable/writable).
-    event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    event.events = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     event.data.ptr = &watch;
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, watch.fd, &event) != 0)
         throw std::runtime_error(std::string("epoll_ctl(ADD): ") + std::strerror(errno));
@@ -160,7 +160,8 @@ void Reactor::poll(int timeout_ms) noexcept {
         }
         // Hang-ups and errors wake both directions: the syscall the fiber retries reports them.
         if (what & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) watch->hung_up = true;
-        if (what & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        if (what & EPOLLPRI) watch->urgent = true;
+        if (what & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             wake(watch->reader, watch->readable);
         if (what & (EPOLLOUT | EPOLLHUP | EPOLLERR)) wake(watch->writer, watch->writable);
     }

@@ -40,6 +40,9 @@ struct Watch {
     // returns the bytes left, then 0 or the error), so a read wait returns at once. Remembered
     // because the edge that said so came only once, perhaps with data a reader has taken since.
     bool hung_up = false;
+    // The peer sent an urgent (TCP out-of-band) byte. Linux ends a read at its mark, so from now
+    // on a short read no longer means the kernel held nothing more (FiberSocket::wait_readable).
+    bool urgent = false;
     boost::fibers::context* reader = nullptr; // the fiber parked until readable, if any
     boost::fibers::context* writer = nullptr;
 };
