@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
         .add("keep-alive", keep_alive,
              "ANTI-PATTERN: let cpp-httplib wait for the next request on a kept-alive "
              "connection; its wait is a blocking poll that pins the carrier");
-    PinningFlags pinning(flags); // --detect-pinning: pinning/pinning_flags.hpp
     TraceFlags trace(flags);     // --trace FILE: trace/trace_flags.hpp
+    PinningFlags pinning(flags); // --detect-pinning: pinning/pinning_flags.hpp
     flags.parse(argc, argv);
 
     httplib::Server server;

@@ -6,11 +6,11 @@
 #include <csignal>
 #include <cstring>
 #include <execinfo.h>
-#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <ucontext.h>
+#include <utility>
 
 namespace {
 
@@ -21,7 +21,11 @@ namespace {
 // The handler's own stack. backtrace() needs a few KiB; AddressSanitizer's instrumentation needs
 // more. Untouched pages cost no memory.
 constexpr std::size_t signal_stack_size = 256 * 1024;
-thread_local std::unique_ptr<char[]> signal_stack;
+// A plain pointer, freed by detach_sampler(): the algorithm that calls it is destroyed with
+// Boost's scheduler, itself a thread_local, which may outlive a thread_local unique_ptr here
+// (thread_locals die in the reverse order of their first use; --trace's scheduler hook may use
+// Boost's first).
+thread_local char* signal_stack = nullptr;
 thread_local stack_t previous_signal_stack{};
 
 void* interrupted_instruction(void* context) {
@@ -65,12 +69,13 @@ void install_sample_handler() {
 }
 
 void attach_sampler(CarrierMonitor* monitor) {
-    signal_stack.reset(new char[signal_stack_size]); // not zero-filled: untouched pages stay free
+    signal_stack = new char[signal_stack_size]; // not zero-filled: untouched pages stay free
     stack_t stack{};
-    stack.ss_sp = signal_stack.get();
+    stack.ss_sp = signal_stack;
     stack.ss_size = signal_stack_size;
     if (::sigaltstack(&stack, &previous_signal_stack) != 0) {
-        signal_stack.reset(); // the handler then runs on the fiber's stack: still correct
+        delete[] std::exchange(
+            signal_stack, nullptr); // the handler then runs on the fiber's stack: still correct
         previous_signal_stack = stack_t{};
         previous_signal_stack.ss_flags = SS_DISABLE;
     }
@@ -79,8 +84,8 @@ void attach_sampler(CarrierMonitor* monitor) {
 
 void detach_sampler() {
     this_thread_monitor = nullptr;
-    if (signal_stack) {
+    if (signal_stack != nullptr) {
         ::sigaltstack(&previous_signal_stack, nullptr);
-        signal_stack.reset();
+        delete[] std::exchange(signal_stack, nullptr);
     }
 }
