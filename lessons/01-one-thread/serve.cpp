@@ -68,7 +68,7 @@ void serve_until_shutdown(httplib::Server& server, const std::string& program, i
             std::fprintf(stderr, "%s: a worker still busy after %lld ms; exiting without it\n",
                          program.c_str(), static_cast<long long>(stop_grace.count()));
             std::fflush(nullptr);
-            std::_Exit(0);
+            std::quick_exit(0); // no destructors: the worker still uses them
         }
         server.stop();
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -6,9 +6,11 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -162,4 +164,48 @@ TEST_CASE("a lesson03 killed while it writes its trace leaves no trace or a whol
         if (!exists(path)) continue; // killed before the rename: no trace, as promised
         CHECK(trace_problems(read_trace(path)) == "");
     }
+}
+
+TEST_CASE("lesson03 --trace follows no link at its temporary file, and keeps the trace private",
+          "[lesson03][trace]") {
+    const std::string path = trace_path("lesson03-private");
+    const std::string victim = test_log_dir() + "/lesson03-private-victim.txt";
+    { std::ofstream(victim) << "precious\n"; }
+    std::remove((path + ".tmp").c_str());
+    REQUIRE(::symlink(victim.c_str(), (path + ".tmp").c_str()) == 0);
+    STEP("planted " << path << ".tmp as a link to " << victim);
+    ServerProcess server(lesson03, {"--trace", path}, "lesson03-private");
+    REQUIRE(http_get(server.port(), "/hello").status == 200);
+    CHECK(server.stop() == 0);
+    std::ifstream kept(victim);
+    std::string text;
+    std::getline(kept, text);
+    CHECK(text == "precious"); // another file the server may write is left alone
+    struct stat file {};
+    REQUIRE(::stat(path.c_str(), &file) == 0);
+    CHECK((file.st_mode & 077) == 0); // request targets (query strings too) are for its owner
+    CHECK(trace_problems(read_trace(path)) == "");
+}
+
+TEST_CASE("a lesson03 that stops without waiting for a busy connection still writes its trace",
+          "[lesson03][trace]") {
+    const std::string path = trace_path("lesson03-gave-up");
+    ServerProcess server(lesson03,
+                         {"--benchmark-sleep", "1h", "--trace", path, "--trace-window", "1h"},
+                         "lesson03-gave-up");
+    RawConnection busy(server.port());
+    REQUIRE(busy.send(get_request("/benchmark")));
+    REQUIRE(http_get(server.port(), "/hello").status == 200);
+    STEP("one GET /benchmark sleeps an hour; SIGTERM: the server gives up after its stop grace");
+    // 30 s: the server's own stop grace is 5 s; a loaded machine needs far less than the rest.
+    CHECK(server.stop(std::chrono::seconds(30)) == 0);
+    REQUIRE(::access(path.c_str(), F_OK) == 0);
+    const nlohmann::json trace = read_trace(path);
+    CHECK(trace_problems(trace) == "");
+    int sleeping = 0; // the fiber still asleep: its turn that read the request is in the trace
+    for (const auto& event : trace["traceEvents"])
+        if (event["ph"] == "X" &&
+            event["name"].get<std::string>().find(" GET /benchmark") != std::string::npos)
+            ++sleeping;
+    CHECK(sleeping >= 1);
 }

@@ -11,6 +11,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <memory>
 #include <mutex>
 #include <pthread.h>
@@ -25,10 +26,14 @@ namespace {
 // Records kept per track and per kind (turns, waits, labels, counters). Memory must stay bounded
 // however long and however hard the server runs: 131,072 turns cover a 2 s window at 65,000
 // switches a second on one carrier, more than a carrier makes serving /hello flat out, and
-// cost 3 MiB (24 bytes each) once full; pages not yet written cost no memory. At the limit the
-// oldest record is overwritten: one still inside the window is counted in otherData.dropped_events,
+// cost 3 MiB (24 bytes each) once full (24 MiB for the four kinds). At the limit the oldest
+// record is overwritten: one still inside the window is counted in otherData.dropped_events,
 // and that track's trace then starts later than the window asks.
-constexpr std::size_t events_per_track = 1u << 17;
+constexpr std::size_t events_per_carrier = 1u << 17;
+// Any other thread that records (lesson 05's 200 platform threads) makes one slice and a few
+// waits per request: 2,048 cover a 2 s window at 1,000 requests a second on that thread, and 200
+// such tracks hold at most 77 MiB (192 bytes a record for the four kinds), not 4.8 GiB.
+constexpr std::size_t events_per_thread = 1u << 11;
 
 std::int64_t now_ns() {
     return std::chrono::steady_clock::now().time_since_epoch().count();
@@ -74,13 +79,13 @@ std::int64_t done_ns(const Counter& counter) {
     return counter.at_ns;
 }
 
-// The last events_per_track records, oldest overwritten first.
+// The last `capacity` records, oldest overwritten first.
 template <typename T> class Ring {
 public:
     // Reserved whole: growing would copy the records and return memory to the system, which costs
     // every core an interrupt (a TLB shootdown) in the middle of the carriers' work.
-    Ring() { items_.reserve(events_per_track); }
-    bool full() const { return items_.size() == events_per_track; }
+    explicit Ring(std::size_t capacity) : capacity_(capacity) { items_.reserve(capacity); }
+    bool full() const { return items_.size() == capacity_; }
     const T& oldest() const { return full() ? items_[next_] : items_.front(); }
     void push(const T& item) {
         if (!full()) {
@@ -88,7 +93,7 @@ public:
             return;
         }
         items_[next_] = item;
-        next_ = (next_ + 1) % events_per_track;
+        next_ = (next_ + 1) % capacity_;
     }
     std::vector<T> in_order() const {
         std::vector<T> out(items_.begin() + static_cast<std::ptrdiff_t>(next_), items_.end());
@@ -97,6 +102,7 @@ public:
     }
 
 private:
+    std::size_t capacity_;
     std::vector<T> items_;
     std::size_t next_ = 0; // the oldest, once full
 };
@@ -106,6 +112,8 @@ private:
 // One thread's records. Only that thread adds to it (a TraceWait that ends elsewhere excepted);
 // the writer copies them. The mutex is uncontended but for those moments: ~20 ns a record.
 struct Track {
+    explicit Track(std::size_t capacity)
+        : turns(capacity), waits(capacity), labels(capacity), counters(capacity) {}
     int tid = 0;
     std::string name;
     std::int64_t window_ns = 0;
@@ -148,12 +156,12 @@ thread_local const void* working_for = nullptr; // set by TraceTurn
 
 // The calling thread's track, made on first use and named after the thread; nullptr if memory
 // ran out.
-Track* this_thread_track() noexcept {
+Track* this_thread_track(std::size_t capacity = events_per_thread) noexcept {
     if (this_track != nullptr) return this_track;
     try {
         char name[16] = "";
         ::pthread_getname_np(::pthread_self(), name, sizeof name);
-        auto track = std::make_shared<Track>();
+        auto track = std::make_shared<Track>(capacity);
         track->name = name;
         Tracer& t = tracer();
         track->window_ns = std::chrono::nanoseconds(t.options.window).count();
@@ -238,7 +246,7 @@ private:
 // The scheduler observer (carrier.hpp): on each new carrier thread, before its first fiber.
 std::unique_ptr<boost::fibers::algo::algorithm>
 trace_carrier(std::unique_ptr<boost::fibers::algo::algorithm> algorithm) {
-    Track* track = this_thread_track();
+    Track* track = this_thread_track(events_per_carrier);
     if (track == nullptr) return algorithm;
     // The carrier's own first fiber, which starts the fibers spawned onto it (Carrier::run).
     add_label(boost::fibers::context::active(), "carrier inbox");
@@ -367,6 +375,20 @@ std::size_t write_events(std::FILE* out, const Tracer& t, std::int64_t cutoff_ns
     return count;
 }
 
+// Opens FILE.tmp for writing, private to its owner (request targets carry query strings). A
+// name other users may guess: a link planted there is removed, not followed, and a file that
+// reappears in the meantime makes the open fail (O_EXCL) rather than be written through.
+std::FILE* open_temporary(const std::string& tmp) {
+    if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return nullptr;
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return nullptr;
+    std::FILE* file = ::fdopen(fd, "w");
+    if (file == nullptr) ::close(fd);
+    return file;
+}
+
+bool write_trace_file(Tracer& t);
+
 } // namespace
 
 void start_tracing(TraceOptions options) {
@@ -375,7 +397,7 @@ void start_tracing(TraceOptions options) {
     if (tracing_on.load()) throw std::runtime_error("tracing is already on in this process");
     // A trace that cannot be written should say so now, not when the server stops.
     const std::string tmp = options.path + ".tmp";
-    std::FILE* probe = std::fopen(tmp.c_str(), "w");
+    std::FILE* probe = open_temporary(tmp);
     if (probe == nullptr)
         throw std::runtime_error("cannot write the trace to " + options.path + ": " +
                                  std::strerror(errno));
@@ -394,6 +416,18 @@ bool write_trace() {
     Tracer& t = tracer();
     std::lock_guard<std::mutex> writing(t.write_mutex);
     if (!tracing_on.load()) return false;
+    try {
+        return write_trace_file(t);
+    } catch (const std::exception& e) { // out of memory copying the tracks: the server goes on
+        std::fprintf(stderr, "%s: cannot write the trace to %s: %s\n", t.options.program.c_str(),
+                     t.options.path.c_str(), e.what());
+        return false;
+    }
+}
+
+namespace {
+
+bool write_trace_file(Tracer& t) {
     const std::int64_t cutoff_ns = now_ns() - std::chrono::nanoseconds(t.options.window).count();
     std::vector<std::shared_ptr<Track>> tracks;
     {
@@ -415,7 +449,7 @@ bool write_trace() {
     const Names names(std::move(labels));
 
     const std::string tmp = t.options.path + ".tmp";
-    std::FILE* out = std::fopen(tmp.c_str(), "w");
+    std::FILE* out = open_temporary(tmp);
     if (out == nullptr) {
         std::fprintf(stderr, "%s: cannot write the trace to %s: %s\n", t.options.program.c_str(),
                      tmp.c_str(), std::strerror(errno));
@@ -442,6 +476,8 @@ bool write_trace() {
                  t.options.path.c_str(), count, static_cast<unsigned long long>(dropped));
     return true;
 }
+
+} // namespace
 
 bool tracing() noexcept {
     return tracing_on.load(std::memory_order_relaxed);

@@ -15,9 +15,10 @@
 // With tracing off, each of these costs one relaxed atomic load.
 //
 // Every thread that records is a track (its thread name: carrier-0, platform-3). A track keeps
-// its records in rings of events_per_track (trace.cpp), and the trace holds only the last
+// its records in bounded rings (trace.cpp says how many), and the trace holds only the last
 // `window` of them; a record is resolved to names (the fiber's label at that time) only then.
-// The trace is written to FILE.tmp and renamed to FILE: FILE is always a whole trace.
+// The trace is written to FILE.tmp (its owner's only) and renamed to FILE: FILE is always a
+// whole trace.
 #pragma once
 
 #include <chrono>

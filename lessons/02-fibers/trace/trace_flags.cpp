@@ -37,6 +37,8 @@ void TraceFlags::start() {
     }
     // At exit, after main() has stopped the carriers: their last turns are in.
     std::atexit([] { write_trace(); });
+    // And when a stop gives up on a busy fiber (std::quick_exit): the trace shows what it was.
+    std::at_quick_exit([] { write_trace(); });
     // SIGUSR1 writes the trace now; the server goes on serving. Detached: it waits until exit.
     std::thread([] {
         sigset_t usr1;
