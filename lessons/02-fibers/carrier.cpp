@@ -3,14 +3,18 @@
 #include "fiber_stack.hpp"
 #include "process.hpp"
 
-#include <atomic>
+#include <algorithm>
 #include <boost/fiber/all.hpp>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
 
 namespace {
-std::atomic<SchedulerObserver> scheduler_observer{nullptr};
+// Read once per carrier start, so a plain mutex is cheap enough.
+std::mutex observers_mutex;
+std::vector<SchedulerObserver> observers;
 } // namespace
 
 Carrier::Carrier(std::string name, SchedulerSetup setup, std::size_t stack_size)
@@ -84,12 +88,23 @@ bool on_fiber() {
 }
 
 void install_carrier_algorithm(std::unique_ptr<boost::fibers::algo::algorithm> algorithm) {
-    if (SchedulerObserver observer = scheduler_observer.load())
+    std::vector<SchedulerObserver> wrapping;
+    {
+        std::lock_guard<std::mutex> lock(observers_mutex);
+        wrapping = observers;
+    }
+    for (SchedulerObserver observer : wrapping)
         algorithm = observer(std::move(algorithm));
     // The scheduler takes ownership (Boost counts references to algorithms itself).
     boost::fibers::context::active()->get_scheduler()->set_algo(algorithm.release());
 }
 
 void observe_carrier_schedulers(SchedulerObserver observer) {
-    scheduler_observer.store(observer);
+    std::lock_guard<std::mutex> lock(observers_mutex);
+    observers.push_back(observer);
+}
+
+void stop_observing_carrier_schedulers(SchedulerObserver observer) {
+    std::lock_guard<std::mutex> lock(observers_mutex);
+    observers.erase(std::remove(observers.begin(), observers.end(), observer), observers.end());
 }

@@ -67,9 +67,12 @@ template <typename Algorithm, typename... Args> void use_carrier_algorithm(Args&
     install_carrier_algorithm(std::make_unique<Algorithm>(std::forward<Args>(args)...));
 }
 
-// A process-wide hook that sees every carrier's algorithm before it is installed and may wrap
-// it in one that forwards every call. The pinning detector (pinning/) sets one to time each
-// fiber's turn on its carrier. It applies to carriers started after it is set; nullptr removes it.
+// Process-wide hooks that see every carrier's algorithm before it is installed, and may wrap it
+// in one that forwards every call. The pinning detector (pinning/) adds one to time each fiber's
+// turn on its carrier, the tracer (trace/) one to record it; both may be on at once, each
+// wrapping what the one added before it returned. They apply to carriers started after they are
+// added.
 using SchedulerObserver = std::unique_ptr<boost::fibers::algo::algorithm> (*)(
     std::unique_ptr<boost::fibers::algo::algorithm> algorithm);
 void observe_carrier_schedulers(SchedulerObserver observer);
+void stop_observing_carrier_schedulers(SchedulerObserver observer);

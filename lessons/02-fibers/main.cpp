@@ -8,6 +8,7 @@
 #include "pinning_flags.hpp"
 #include "process.hpp"
 #include "serve.hpp"
+#include "trace_flags.hpp"
 
 int main(int argc, char** argv) {
     block_shutdown_signals();
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
              "ANTI-PATTERN: let cpp-httplib wait for the next request on a kept-alive "
              "connection; its wait is a blocking poll that pins the carrier");
     PinningFlags pinning(flags); // --detect-pinning: pinning/pinning_flags.hpp
+    TraceFlags trace(flags);     // --trace FILE: trace/trace_flags.hpp
     flags.parse(argc, argv);
 
     httplib::Server server;

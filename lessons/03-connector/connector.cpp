@@ -4,6 +4,7 @@
 #include "fiber_stream.hpp"
 #include "process.hpp"
 #include "reactor.hpp"
+#include "trace.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -77,6 +78,13 @@ bool one_clients_failure(int error) {
     return std::find(std::begin(errors), std::end(errors), error) != std::end(errors);
 }
 
+// "GET /work" from a request head: how a trace names the connection's fiber once it has a request.
+std::string method_and_target(const std::string& head) {
+    const std::size_t line_end = head.find_first_of("\r\n");
+    const std::size_t target_end = head.find(' ', head.find(' ') + 1);
+    return head.substr(0, std::min(line_end, target_end));
+}
+
 } // namespace
 
 // What a connection holds from the moment the acceptor counted it: its slot under
@@ -140,6 +148,7 @@ void Connector::start() {
 
 void Connector::accept_loop(int listen_fd) {
     // The listening socket joins carrier 0's reactor; the Connector closes it after stop().
+    trace_label_fiber("acceptor");
     Watch listener;
     listener.fd = listen_fd;
     Reactor::current()->add(listener);
@@ -176,7 +185,7 @@ void Connector::accept_loop(int listen_fd) {
         // Counted before stopping_ is read again: stop() sets stopping_ before it counts, so
         // either stop() sees this connection and waits for it, or we see stopping_ here and
         // close it. Nothing is ever spawned onto a carrier that stop() has closed.
-        open_.fetch_add(1);
+        trace_counter(options_.traced_connections, "value", open_.fetch_add(1) + 1);
         if (stopping_) {
             ::close(fd);
             connection_closed();
@@ -215,6 +224,7 @@ bool Connector::read_checked_head(FiberStream& stream, Deadline deadline,
 
 void Connector::serve_connection(int fd, std::size_t carrier) {
     // This carrier's registry of open sockets, for stop(); only this carrier's fibers touch it.
+    trace_label_fiber("conn %d", fd); // --trace names this fiber's turns
     ConnectionLease lease{*this, fd, sockets_by_carrier_[carrier], std::nullopt};
     lease.registry.insert(fd);
     FiberSocket& socket = lease.socket.emplace(fd);
@@ -242,6 +252,8 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
             close_politely(socket);
             break;
         }
+        if (tracing())
+            trace_label_fiber("conn %d %s", fd, method_and_target(stream.head()).c_str());
         const bool last = ++served >= options_.keep_alive_requests || stopping_;
         bool client_asked_to_close = false;
         // Parse, route, handle, respond: where that runs is the executor's choice.
@@ -274,6 +286,7 @@ std::vector<std::pair<int, std::uint64_t>> Connector::refusals() const {
 
 void Connector::connection_closed() {
     const int left = open_.fetch_sub(1) - 1;
+    trace_counter(options_.traced_connections, "value", left);
     {
         std::lock_guard<boost::fibers::mutex> lock(slot_mutex_);
         slot_freed_.notify_one();

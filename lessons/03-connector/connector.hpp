@@ -63,6 +63,8 @@ struct ConnectorOptions {
     // request_guard.hpp); untouched pages cost no memory, so this is address space, not RAM.
     std::size_t fiber_stack_size = 256 * 1024;
     GuardLimits limits;
+    // The counter of open connections in a --trace (lesson 02's trace/): a string literal.
+    const char* traced_connections = "connections";
 };
 
 class Connector {

@@ -9,6 +9,7 @@
 #include "http_app.hpp"
 #include "pinning_flags.hpp"
 #include "process.hpp"
+#include "trace_flags.hpp"
 
 int main(int argc, char** argv) {
     block_shutdown_signals();
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
               "how long GET /benchmark sleeps on its fiber");
     add_connector_flags(flags, options);
     PinningFlags pinning(flags); // --detect-pinning (lesson 02)
+    TraceFlags trace(flags);     // --trace FILE (lesson 02)
     flags.parse(argc, argv);
 
     HttpApp app; // routes as in lessons 01 and 02: cpp-httplib's router, our sockets

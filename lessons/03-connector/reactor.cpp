@@ -1,5 +1,7 @@
 #include "reactor.hpp"
 
+#include "trace.hpp"
+
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -35,6 +37,11 @@ void wake(boost::fibers::context*& slot, bool& ready) noexcept {
     // the timer without clearing our slot. Linked into the ready queue twice, it would corrupt
     // the queue. Schedule it once; the cleared slot still tells it the socket is ready.
     if (!waiter->ready_is_linked()) boost::fibers::context::active()->schedule(waiter);
+}
+
+// A socket wait's name in a trace (lesson 02's trace/).
+const char* traced_as(Direction direction) {
+    return direction == Direction::read ? "socket.read" : "socket.write";
 }
 
 } // namespace
@@ -94,6 +101,7 @@ bool Reactor::wait(Watch& watch, Direction direction, Deadline deadline) {
         ready = false;
         return true;
     }
+    TraceWait traced(traced_as(direction)); // a span in --trace's timeline
     return park(direction == Direction::read ? watch.reader : watch.writer, deadline);
 }
 
@@ -106,7 +114,9 @@ bool Reactor::wait_once(int fd, Direction direction, Deadline deadline) {
     event.data.ptr = &watch;
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) != 0)
         throw std::runtime_error(std::string("epoll_ctl(ADD once): ") + std::strerror(errno));
+    TraceWait traced(traced_as(direction));
     const bool ready = park(direction == Direction::read ? watch.reader : watch.writer, deadline);
+    traced.end();
     // `watch` lives on this fiber's stack: unregister before it goes away.
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
     return ready;

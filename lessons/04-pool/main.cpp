@@ -8,6 +8,7 @@
 #include "pinning_flags.hpp"
 #include "pool_flags.hpp"
 #include "process.hpp"
+#include "trace_flags.hpp"
 #include "work_service.hpp"
 
 int main(int argc, char** argv) {
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
     add_connector_flags(flags, options);
     add_pool_flags(flags, pool_options);
     PinningFlags pinning(flags); // --detect-pinning (lesson 02)
+    TraceFlags trace(flags);     // --trace FILE (lesson 02)
     flags.parse(argc, argv);
 
     auto pool = open_pool_or_exit(pool_options, "lesson04");

@@ -1,12 +1,17 @@
 #include "pg_pool.hpp"
 
+#include "trace.hpp"
+
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 // One place in the pool. `connection` is null until the place is first used, and again after
 // a broken connection was closed; the borrower who gets such a place opens a new connection.
 struct PgPool::Slot {
     std::unique_ptr<PgConnection> connection;
+    int index = 0;                   // its place in slots_, as a trace names it
+    std::optional<TraceWait> holder; // "pool.hold" in a --trace, while lent
 };
 
 // A borrower waiting for a connection: a record in the queue, with its own condition variable
@@ -22,6 +27,7 @@ PgPool::PgPool(PoolOptions options) : options_(std::move(options)) {
     if (options_.size < 1) throw std::invalid_argument("the pool size must be at least 1");
     for (int i = 0; i < options_.size; ++i) {
         slots_.push_back(std::make_unique<Slot>());
+        slots_.back()->index = i;
         free_.push_back(slots_.back().get());
     }
     publish_locked();
@@ -49,6 +55,8 @@ PgPool::Lease PgPool::borrow(std::chrono::milliseconds timeout) {
     // Outside the lock: checking or opening a connection waits for the network. Should the
     // connect fail, the lease returns the empty place on its way out.
     make_ready(*lease.slot_, deadline);
+    lease.slot_->holder.emplace("pool.hold");
+    lease.slot_->holder->arg("connection", lease.slot_->index);
     return lease;
 }
 
@@ -70,6 +78,8 @@ PgPool::Slot* PgPool::take(std::chrono::steady_clock::time_point deadline,
     Waiter me;
     const auto my_place = waiters_.insert(waiters_.end(), &me);
     publish_locked();
+    TraceWait waiting("pool.borrow"); // in a --trace, with its outcome
+    waiting.arg("outcome", "ok");
     for (;;) {
         // The predicate form: Boost 1.74's wait_until can report a timeout after a notify.
         const bool woken = me.wake.wait_until(
@@ -83,7 +93,9 @@ PgPool::Slot* PgPool::take(std::chrono::steady_clock::time_point deadline,
             }
             continue; // a newcomer barged in first: wait for the next one
         }
-        if (!woken) time_out_locked(my_place, timeout);
+        if (woken) continue;
+        waiting.arg("outcome", "timeout");
+        time_out_locked(my_place, timeout);
     }
 }
 
@@ -113,6 +125,7 @@ void PgPool::give_back(Slot* slot) {
     // A connection that broke while lent (or was left inside a transaction) is closed here,
     // outside the lock; its place goes back empty, to be refilled by whoever gets it.
     if (slot->connection && !slot->connection->alive()) slot->connection.reset();
+    slot->holder.reset(); // ends its "pool.hold"
 
     std::lock_guard<std::mutex> lock(mutex_);
     if (!options_.barging && !waiters_.empty()) {
@@ -148,6 +161,7 @@ void PgPool::publish_locked() {
     active_.store(lent_, std::memory_order_relaxed);
     idle_.store(idle, std::memory_order_relaxed);
     pending_.store(static_cast<int>(waiters_.size()), std::memory_order_relaxed);
+    trace_counter("pool", "active", lent_, "pending", static_cast<std::int64_t>(waiters_.size()));
 }
 
 PoolStats PgPool::stats() const {

@@ -4,6 +4,7 @@
 // the requests wait.
 #include "pinning_flags.hpp"
 #include "process.hpp"
+#include "trace_flags.hpp"
 #include "work_server.hpp"
 
 int main(int argc, char** argv) {
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
                             "on --management-port.");
     add_server_flags(flags, options, {platform_profile, vt_profile});
     PinningFlags pinning(flags); // --detect-pinning (lesson 02)
+    TraceFlags trace(flags);     // --trace FILE (lesson 02)
     flags.parse(argc, argv);
 
     WorkServer server(options, "lesson05");

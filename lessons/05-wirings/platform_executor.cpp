@@ -1,6 +1,7 @@
 #include "platform_executor.hpp"
 
 #include "process.hpp"
+#include "trace.hpp"
 
 #include <boost/fiber/future.hpp>
 #include <stdexcept>
@@ -27,8 +28,14 @@ PlatformExecutor::~PlatformExecutor() {
 }
 
 bool PlatformExecutor::run(const std::function<bool()>& task) {
-    // `task` lives on the caller's stack, which stays put while the caller waits below.
-    boost::fibers::packaged_task<bool()> packaged([&task] { return task(); });
+    // In a --trace: the wait in the queue, then the run as a slice of the pool thread's track.
+    TraceWait queued("executor.queue");
+    // `task` and `queued` live on the caller's stack, which stays put while the caller waits.
+    boost::fibers::packaged_task<bool()> packaged([&task, &queued] {
+        queued.end();
+        const TraceTurn run(queued.fiber());
+        return task();
+    });
     boost::fibers::future<bool> done = packaged.get_future();
     {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -1,5 +1,7 @@
 #include "request_metrics.hpp"
 
+#include "trace.hpp"
+
 #include <boost/fiber/fss.hpp>
 #include <string>
 
@@ -23,13 +25,15 @@ boost::fibers::fiber_specific_ptr<RequestMetrics::InFlight>& current_request() {
 } // namespace
 
 RequestMetrics::InFlight::InFlight(RequestMetrics& metrics) : metrics_(metrics) {
-    metrics_.inflight_.fetch_add(1, std::memory_order_relaxed);
+    trace_counter("inflight", "value",
+                  metrics_.inflight_.fetch_add(1, std::memory_order_relaxed) + 1);
     current_request().reset(this);
 }
 
 RequestMetrics::InFlight::~InFlight() {
     current_request().reset(nullptr);
-    metrics_.inflight_.fetch_sub(1, std::memory_order_relaxed);
+    trace_counter("inflight", "value",
+                  metrics_.inflight_.fetch_sub(1, std::memory_order_relaxed) - 1);
 }
 
 bool RequestMetrics::InFlight::sent(bool sent) {

@@ -1,5 +1,7 @@
 #include "concurrency_gate.hpp"
 
+#include "trace.hpp"
+
 #include <mutex>
 
 // A caller parked at a BLOCK gate, with its own condition variable so that a returned permit
@@ -30,8 +32,11 @@ bool ConcurrencyGate::try_take() {
 
 ConcurrencyGate::Permit ConcurrencyGate::enter() {
     if (!options_.armed) return Permit(nullptr);
+    TraceWait verdict("gate"); // in a --trace: how long the verdict took, and which it was
+    verdict.arg("verdict", "admit");
     if (try_take()) return Permit(this);
     if (options_.policy == GatePolicy::reject) {
+        verdict.arg("verdict", "reject");
         rejections_.fetch_add(1, std::memory_order_relaxed);
         throw ConcurrencyLimitReached(
             "Concurrency limit reached: " + std::to_string(options_.limit) +

@@ -6,6 +6,7 @@
 #include "pinning_flags.hpp"
 #include "process.hpp"
 #include "rejection_mapping.hpp"
+#include "trace_flags.hpp"
 #include "work_server.hpp"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     flags.add("bad-unmapped-rejection", bad_unmapped_rejection,
               "ANTI-PATTERN: leave the rejection unmapped, so it surfaces as a 500");
     PinningFlags pinning(flags); // --detect-pinning (lesson 02)
+    TraceFlags trace(flags);     // --trace FILE (lesson 02)
     flags.parse(argc, argv);
     gate_options.policy = gate_policy_named(policy);
     gate_options.armed = gate_armed_by(options.profile);

@@ -1,5 +1,7 @@
 #include "inventory_client.hpp"
 
+#include "trace.hpp"
+
 InventoryClient::InventoryClient(const std::string& url, std::chrono::milliseconds timeout,
                                  IdleLimits idle)
     : url_(url), timeout_(timeout), limits_(idle) {
@@ -39,6 +41,7 @@ void InventoryClient::keep(Connection connection) {
 }
 
 bool InventoryClient::get(HttpResponse& response, std::string& why) {
+    const TraceWait call("downstream"); // a span in a --trace
     const Deadline deadline = deadline_after(timeout_);
     HttpClientFailure failure;
     // A kept connection the server closes just as we send fails without reaching it: GET is

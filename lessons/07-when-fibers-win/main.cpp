@@ -7,6 +7,7 @@
 #include "orders_route.hpp"
 #include "pinning_flags.hpp"
 #include "process.hpp"
+#include "trace_flags.hpp"
 #include "work_server.hpp"
 
 #include <stdexcept>
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
              std::chrono::hours(1),
              "an inventory answer that takes longer fails the order with 502");
     PinningFlags pinning(flags); // --detect-pinning (lesson 02)
+    TraceFlags trace(flags);     // --trace FILE (lesson 02)
     flags.parse(argc, argv);
 
     std::unique_ptr<InventoryClient> inventory;

@@ -16,6 +16,7 @@
 #include "process.hpp"
 #include "request_context.hpp"
 #include "stall_alarm.hpp"
+#include "trace_flags.hpp"
 #include "wiring.hpp"
 
 #include <algorithm>
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
              "under --profile vt, how many /cpu requests may wait for a CPU thread; one more is "
              "answered 503 at once (0: whenever every CPU thread is computing)");
     PinningFlags pinning(flags); // --detect-pinning (lesson 02)
+    TraceFlags trace(flags);     // --trace FILE (lesson 02)
     flags.parse(argc, argv);
     if (bad_thread_local && fiber_specific)
         fail("lesson08", "--bad-thread-local and --fiber-specific exclude each other (try --help)",

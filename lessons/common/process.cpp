@@ -25,7 +25,8 @@ sigset_t shutdown_signals() {
 } // namespace
 
 void block_shutdown_signals() {
-    const sigset_t set = shutdown_signals();
+    sigset_t set = shutdown_signals();
+    sigaddset(&set, SIGUSR1); // TraceFlags's thread waits for it
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
 }

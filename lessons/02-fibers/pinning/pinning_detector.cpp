@@ -178,7 +178,7 @@ PinningDetector::PinningDetector(Options options) : impl_(std::make_unique<Impl>
 }
 
 PinningDetector::~PinningDetector() {
-    observe_carrier_schedulers(nullptr);
+    stop_observing_carrier_schedulers(&Impl::watch_carrier);
     {
         std::lock_guard<std::mutex> lock(Impl::current_mutex);
         Impl::current = nullptr;
