@@ -1,11 +1,13 @@
-// Graded tests of exercise 12, on tests/two_connections.json, a trace made by hand, small enough
-// to check every answer on paper (the timeline below).
+// Graded tests of exercise 12. Two traces: tests/two_connections.json, made by hand, small enough
+// to check every answer on paper (the timeline below), and tests/lesson05_vt.json, an excerpt of
+// a real trace of lesson 05's server (how it was made, and where each answer comes from: below).
 #include "pool_trace.hpp"
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace {
@@ -95,6 +97,35 @@ std::string fibers(const std::vector<PoolSpan>& spans) {
     return "[" + names + "]";
 }
 
+// tests/lesson05_vt.json: lesson 05's server under vt, 100 clients for 1 s, a 300 ms pool timeout,
+// traced whole (the window is longer than the run). Made on Debian 12, 2 cores shared with other
+// builds, 4 December 2026, these commands exactly (ports of our own: others were taken):
+//   lessons/tools/pg-cluster start /tmp/traceex-pg --port auto
+//   build/bin/lesson05 --profile vt --pool-timeout 300ms --port 18480 --management-port 18481
+//       --trace /tmp/traceex-vt.json --trace-window 10s --db "$(cat /tmp/traceex-pg/conninfo)" &
+//   hey -z 1s -c 100 http://127.0.0.1:18480/work    # 221 answers 200, 118 answers 500
+//   kill $!                                          # the trace is written at exit
+// (the server's command is one line), then trimmed to the track names, the pool's spans and its
+// counter (200 KB of 567 KB):
+//   jq -c '.traceEvents[] | select(.ph == "M" or .name == "pool.borrow" or .name == "pool.hold"
+//       or .name == "pool")' /tmp/traceex-vt.json |
+//       sed '1s/^/{"traceEvents":[\n/; $!s/$/,/; $s/$/\n]}/' > tests/lesson05_vt.json
+// The answers below were read from the file with jq, not with a solution: one object per b/e
+// pair, `[.traceEvents[] | select(.name == "pool.borrow" or .name == "pool.hold")] |
+// group_by([.name, .id]) | map(...)`, then each question as the README defines it (the longest
+// wait: `map(select(.name == "pool.borrow" and .outcome == "ok")) | max_by(.end - .begin)`).
+const char* const lesson05_vt = "lesson05_vt.json";
+
+// conn 111's wait that began 2,375,110.679 us in (its connection made other requests too).
+PoolSpan longest_in_lesson05(const std::vector<PoolSpan>& spans) {
+    for (const PoolSpan& span : spans)
+        if (span.name == "pool.borrow" && span.fiber == "conn 111 GET /work" &&
+            span.begin_us == Approx(2375110.679))
+            return span;
+    FAIL("no pool.borrow of 'conn 111 GET /work' that began at 2,375,110.679 us among the "
+         << spans.size() << " spans read");
+    return {};
+}
 } // namespace
 
 TEST_CASE("the pool's spans are read from both carriers, and nothing else",
@@ -239,7 +270,80 @@ TEST_CASE("the request that handed the longest waiter its connection", "[ex12][t
     STEP("conn 8 holds connection 1 (0 - 5), waits 6 - 20, holds connection 1 again (20 - 25), "
          "later connection 0: the connection it got at 20 was y's (4 - 18)");
     CHECK(fiber_of(handed_over_by(keep_alive, keep_alive[1])) == "y");
+    const auto lesson05 = spans_of_file(lesson05_vt);
+    const auto real = handed_over_by(lesson05, longest_in_lesson05(lesson05));
+    STEP("in lesson 05's trace conn 111 got connection 8 from conn 94; got "
+         << (real ? describe(*real) : "none"));
+    CHECK(fiber_of(real) == "conn 94 GET /work");
+    CHECK(real.value_or(PoolSpan{}).connection == 8);
     STEP("its own hold is not in the trace: no answer");
     CHECK_FALSE(
         handed_over_by({borrow("conn 9", 0, 10), hold("x", 0, 10, 0)}, borrow("conn 9", 0, 10)));
+}
+
+TEST_CASE("lesson 05's trace: 329 waits, 118 of them timed out, and 231 holds, on three tracks",
+          "[ex12][task_1][points=1]") {
+    const auto spans = spans_of_file(lesson05_vt);
+    long ok = 0, timed_out = 0, holds = 0;
+    std::set<int> tracks;
+    for (const PoolSpan& span : spans) {
+        ok += span.outcome == "ok";
+        timed_out += span.outcome == "timeout";
+        holds += span.name == "pool.hold";
+        tracks.insert(span.track);
+    }
+    STEP("read tests/lesson05_vt.json: " << spans.size() << " spans: " << ok << " borrows ok, "
+                                         << timed_out << " timed out, " << holds << " holds");
+    CHECK(spans.size() == 560);
+    CHECK(ok == 211);
+    CHECK(timed_out == 118);
+    CHECK(holds == 231);
+    STEP("on track 1 (the main thread: the pool opens its 10 connections at start-up) and on "
+         "the two carriers, tracks 3 and 4");
+    CHECK(tracks == std::set<int>{1, 3, 4});
+    REQUIRE_FALSE(spans.empty());
+    STEP("the first: the start-up's hold of connection 0, 43,662.458 us in; got "
+         << describe(spans.front()));
+    CHECK(spans.front().connection == 0);
+    CHECK(spans.front().begin_us == Approx(43662.458));
+}
+
+TEST_CASE("lesson 05's trace: the longest wait that got a connection is conn 111's, 324 ms",
+          "[ex12][task_2][points=1]") {
+    const auto longest = longest_wait(spans_of_file(lesson05_vt));
+    STEP("want conn 111's, 2,375,110.679 - 2,699,194.353 us on track 3: 324,083.674 us, longer "
+         "than the 300 ms timeout, as the wait ends when the waiter runs again; got "
+         << (longest ? describe(*longest) : "none"));
+    CHECK(fiber_of(longest) == "conn 111 GET /work");
+    CHECK(longest.value_or(PoolSpan{}).duration_us() == Approx(324083.674));
+}
+
+TEST_CASE("lesson 05's trace: the longest waiter began behind all 10 connections held",
+          "[ex12][task_3][points=1]") {
+    const auto spans = spans_of_file(lesson05_vt);
+    const auto holders = holders_when_it_began(spans, longest_in_lesson05(spans));
+    STEP("conn 111 began waiting at 2,375,110.679 us; connections 0-9 were held by conn 85, 93, "
+         "103, 49, 51, 87, 89, 80, 23 and 91; got "
+         << fibers(holders));
+    REQUIRE(holders.size() == 10);
+    const char* const expected[] = {"85", "93", "103", "49", "51", "87", "89", "80", "23", "91"};
+    for (int k = 0; k < 10; ++k) {
+        CHECK(holders[k].connection == k);
+        CHECK(holders[k].fiber == std::string("conn ") + expected[k] + " GET /work");
+    }
+}
+
+TEST_CASE("lesson 05's trace: 86 requests were queued ahead of the longest waiter",
+          "[ex12][task_4][points=1]") {
+    const auto spans = spans_of_file(lesson05_vt);
+    const auto ahead = queued_ahead(spans, longest_in_lesson05(spans));
+    long timed_out = 0;
+    for (const PoolSpan& span : ahead)
+        timed_out += span.outcome == "timeout";
+    STEP("want 86 (32 of them gave up later), conn 55 first and conn 82 last; got "
+         << ahead.size() << " (" << timed_out << " gave up later)");
+    REQUIRE(ahead.size() == 86);
+    CHECK(timed_out == 32);
+    CHECK(ahead.front().fiber == "conn 55 GET /work");
+    CHECK(ahead.back().fiber == "conn 82 GET /work");
 }
