@@ -123,7 +123,7 @@ PoolSpan longest_in_lesson05(const std::vector<PoolSpan>& spans) {
             span.begin_us == Approx(2375110.679))
             return span;
     FAIL("no pool.borrow of 'conn 111 GET /work' that began at 2,375,110.679 us among the "
-         << spans.size() << " spans read");
+         << spans.size() << " spans that read_pool_spans (task 1) read from " << lesson05_vt);
     return {};
 }
 } // namespace
