@@ -63,12 +63,12 @@ std::vector<PoolSpan> read_pool_spans(std::istream& in) {
     std::vector<PoolSpan> spans;
     for (const json& event : trace["traceEvents"]) {
         if (!event.is_object() || !is_pool_span(event)) continue;
-        const std::string phase = event.value("ph", std::string());
+        const json phase = event.value("ph", json());
         if (phase != "b" && phase != "e") continue;
         const auto key =
             std::make_pair(event["name"].get<std::string>(), event.value("id", json()).dump());
         if (phase == "b" ? open.count(key) : ends.count(key))
-            throw TraceError(span_name(event) + ": a second '" + phase + "'");
+            throw TraceError(span_name(event) + ": a second '" + phase.get<std::string>() + "'");
         if (phase == "b")
             open.emplace(key, opened(event));
         else
