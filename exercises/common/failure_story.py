@@ -31,7 +31,8 @@ def messages_in(block):
     steps, other, inside = [], [], False
     for line in block[1:]:
         if not line.startswith("  "):
-            inside = line.startswith(("with message", "due to"))
+            # "because no exception was thrown ...": a CHECK_THROWS that did not throw.
+            inside = line.startswith(("with message", "due to", "because no exception"))
             continue
         text = line.strip()
         if inside and text.startswith("step: "):
