@@ -54,10 +54,27 @@ std::string cluster_conninfo(const std::string& dir) {
     return conninfo;
 }
 
+// A private server's ports: away from pg-cluster's `--port auto` (25432 on), which the shared
+// fixture and other tests' clusters take, so that the port stop() frees is not taken before
+// start() needs it again; below the kernel's ephemeral range (32768 on). Each process starts at
+// its own place in the range, and moves on when a port is taken.
+constexpr int private_first_port = 26000;
+constexpr int private_ports = 6000;
+constexpr int private_port_tries = 10;
+
 PrivateCluster::PrivateCluster(const std::string& name, const std::string& parent)
     : dir_(parent + "/pg-" + name + "." + std::to_string(::getpid())) {
-    run("start",
-        {"start", dir_, "--port", "auto", "--stop-with", std::to_string(::getpid()), "--replace"});
+    const int offset = ::getpid() % private_ports;
+    for (int attempt = 0;; ++attempt) {
+        const int port = private_first_port + (offset + attempt) % private_ports;
+        try {
+            run("start", {"start", dir_, "--port", std::to_string(port), "--stop-with",
+                          std::to_string(::getpid()), "--replace"});
+            break;
+        } catch (const std::runtime_error&) {
+            if (attempt + 1 == private_port_tries) throw;
+        }
+    }
     conninfo_ = first_line_of(dir_ + "/conninfo");
     port_ = std::stoi(first_line_of(dir_ + "/port"));
 }

@@ -46,6 +46,12 @@ TEST_CASE("a server restart mid-load: requests fail fast while it is down, then 
     {
         // 12 borrowers for 4 connections (8 fibers on 2 carriers, 4 threads), each in a loop.
         Borrowers borrowers(2);
+        // However this block ends (a failed REQUIRE, a restart that failed), the borrowers stop
+        // looping first: else ~Borrowers would wait for them forever and the test would hang.
+        struct StopBorrowing {
+            std::atomic<bool>& running;
+            ~StopBorrowing() { running = false; }
+        } stop_borrowing{running};
         for (int i = 0; i < 12; ++i) {
             borrowers.anywhere(i, [&] {
                 while (running) {
