@@ -3,8 +3,8 @@
 // Then Ctrl+C part way through a second run must stop every process the demo started and keep
 // the rows written so far. The bounds check shapes that the queueing math fixes (who is in
 // flight, where the queue is, which statuses appear), not figures a busy machine can shift.
-#include "spike_shape.hpp"
-#include "test_support.hpp"
+#include "lessons/common/test_support.hpp"
+#include "lessons/instruments/spike/spike_shape.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 """A demo results folder, read: its settings (run.env, written by demo/run), its runs' CSVs read
-through the spike's `summarize` (lessons/05-wirings/spike/summarize, whose definitions of goodput,
+through the spike's `summarize` (lessons/instruments/spike/summarize, whose definitions of goodput,
 steady state and percentiles are the demo's too), and the shape the queueing math predicts.
 """
 import importlib.machinery
@@ -21,7 +21,7 @@ def load_script(path, name):
     return module
 
 
-summarize = load_script(ROOT / "lessons" / "05-wirings" / "spike" / "summarize", "summarize")
+summarize = load_script(ROOT / "lessons" / "instruments" / "spike" / "summarize", "summarize")
 
 
 def fail(message):

@@ -5,14 +5,14 @@
 // ticker misses its ticks; the pinning detector reports exactly that, with a stack sample taken
 // during the pin. With --fixed the same work is done the fiber-aware way: the ticker keeps its
 // beat and nothing is reported.
-#include "carrier.hpp"
-#include "fiber_name.hpp"
-#include "flags.hpp"
-#include "pin_cases.hpp"
-#include "pinning_detector.hpp"
-#include "process.hpp"
-#include "reactor.hpp"
-#include "ticker.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/03-connector/reactor.hpp"
+#include "lessons/common/flags.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/instruments/pinning/fiber_name.hpp"
+#include "lessons/instruments/pinning/pinning_detector.hpp"
+#include "pindemo/pin_cases.hpp"
+#include "pindemo/ticker.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <cstdio>

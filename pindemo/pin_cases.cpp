@@ -1,7 +1,7 @@
-#include "pin_cases.hpp"
+#include "pindemo/pin_cases.hpp"
 
-#include "pg_connection.hpp"
-#include "process.hpp"
+#include "lessons/04-pool/pg_connection.hpp"
+#include "lessons/common/process.hpp"
 
 #include <boost/fiber/future.hpp>
 #include <boost/fiber/mutex.hpp>

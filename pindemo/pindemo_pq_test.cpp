@@ -1,7 +1,7 @@
 // pindemo's database case against a real PostgreSQL (CTest's `postgres` fixture starts one).
-#include "event_log.hpp"
-#include "pg_test_support.hpp"
-#include "test_support.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/common/test_support.hpp"
+#include "lessons/instruments/pinning/event_log.hpp"
 
 #include <catch2/catch.hpp>
 

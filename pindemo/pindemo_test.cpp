@@ -1,6 +1,6 @@
 // pindemo, run as a reader runs it: exactly one event for each pinned case, none when fixed.
-#include "event_log.hpp"
-#include "test_support.hpp"
+#include "lessons/common/test_support.hpp"
+#include "lessons/instruments/pinning/event_log.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,15 +4,15 @@
 //
 // The detector measures wall clock, so a loaded machine stretches every turn. The tests use a
 // threshold far above any stall a busy VM shows a carrier (150 ms), and pins four times that.
-#include "carrier.hpp"
-#include "fiber_name.hpp"
-#include "fiber_socket.hpp"
-#include "fiber_stack.hpp"
-#include "pinning_detector.hpp"
-#include "process.hpp"
-#include "reactor.hpp"
-#include "recording_detector.hpp"
-#include "test_support.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
+#include "lessons/03-connector/fiber_socket.hpp"
+#include "lessons/03-connector/reactor.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/common/test_support.hpp"
+#include "lessons/instruments/pinning/fiber_name.hpp"
+#include "lessons/instruments/pinning/pinning_detector.hpp"
+#include "lessons/instruments/pinning/recording_detector.hpp"
 
 #include <boost/fiber/all.hpp>
 #include <catch2/catch.hpp>

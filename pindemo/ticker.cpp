@@ -1,4 +1,4 @@
-#include "ticker.hpp"
+#include "pindemo/ticker.hpp"
 
 #include <algorithm>
 #include <boost/fiber/operations.hpp>

@@ -1,6 +1,6 @@
 // Exercise 04: the numbers behind a spike's figure, from its CSV.
 //
-// The spike (lessons/05-wirings/spike) writes one row per attempt: `ts,status,latency_ms`, ts
+// The spike (lessons/instruments/spike) writes one row per attempt: `ts,status,latency_ms`, ts
 // when the attempt started (ms since the spike began), status the HTTP status or a sentinel for an
 // attempt that got no answer (-1 response timeout, -2 transport error, -3 connect timeout,
 // -4 interrupted), and latency_ms how long it took. This file turns such a CSV into the report

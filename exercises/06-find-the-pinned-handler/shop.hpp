@@ -3,7 +3,7 @@
 // A small shop's handlers. Every one of them works, and under a light load nobody notices a
 // thing. But some hold their carrier thread for a long time — in a blocking call, on a
 // std::mutex, in a long computation — and while they do, every other fiber on that carrier
-// waits. The detector (lessons/02-fibers/pinning/) reports such turns: which fiber, on which
+// waits. The detector (lessons/instruments/pinning/) reports such turns: which fiber, on which
 // carrier, how long, and where it was stuck.
 #pragma once
 

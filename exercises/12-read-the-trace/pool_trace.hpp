@@ -1,6 +1,6 @@
 // Exercise 12: who waited longest for the pool, and behind whom — answered from a trace.
 //
-// Every fiber server writes a Chrome/Perfetto trace with --trace FILE (lessons/02-fibers/trace/).
+// Every fiber server writes a Chrome/Perfetto trace with --trace FILE (lessons/instruments/trace/).
 // Two kinds of its spans are about the pool of lesson 04, each an async pair of events that
 // share a name and an id, on the track (tid) of the carrier or thread that ran the fiber:
 //   {"ph":"b","cat":"wait","name":"pool.borrow","id":7,"tid":1,"ts":1200.5,

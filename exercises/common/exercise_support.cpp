@@ -1,4 +1,4 @@
-#include "exercise_support.hpp"
+#include "exercises/common/exercise_support.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -12,8 +12,8 @@
 // limit, and the watchdog writes it to stderr too, for a test that is stuck elsewhere.
 #pragma once
 
-#include "carrier.hpp"
-#include "test_support.hpp" // eventually(), STEP()
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/common/test_support.hpp" // eventually(), STEP()
 
 #include <boost/fiber/condition_variable.hpp>
 #include <boost/fiber/mutex.hpp>

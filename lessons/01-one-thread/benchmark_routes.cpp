@@ -1,6 +1,6 @@
-#include "benchmark_routes.hpp"
+#include "lessons/01-one-thread/benchmark_routes.hpp"
 
-#include "process.hpp"
+#include "lessons/common/process.hpp"
 
 #include <nlohmann/json.hpp>
 #include <thread>

@@ -1,5 +1,5 @@
 // Lesson 01 checkpoint: one worker thread serves ten one-second requests one after another.
-#include "test_support.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

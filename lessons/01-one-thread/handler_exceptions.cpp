@@ -1,4 +1,4 @@
-#include "handler_exceptions.hpp"
+#include "lessons/01-one-thread/handler_exceptions.hpp"
 
 #include <cerrno> // program_invocation_short_name (GNU)
 #include <cstdio>

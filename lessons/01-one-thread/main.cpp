@@ -1,9 +1,9 @@
 // Lesson 01: one worker thread and a one-second endpoint.
 // Ten concurrent requests to /benchmark take ten seconds: the thread sleeps through each in turn.
-#include "benchmark_routes.hpp"
-#include "flags.hpp"
-#include "process.hpp"
-#include "serve.hpp"
+#include "lessons/01-one-thread/benchmark_routes.hpp"
+#include "lessons/01-one-thread/serve.hpp"
+#include "lessons/common/flags.hpp"
+#include "lessons/common/process.hpp"
 
 int main(int argc, char** argv) {
     block_shutdown_signals();

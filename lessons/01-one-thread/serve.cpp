@@ -1,7 +1,7 @@
-#include "serve.hpp"
+#include "lessons/01-one-thread/serve.hpp"
 
-#include "handler_exceptions.hpp"
-#include "process.hpp"
+#include "lessons/01-one-thread/handler_exceptions.hpp"
+#include "lessons/common/process.hpp"
 
 #include <atomic>
 #include <chrono>

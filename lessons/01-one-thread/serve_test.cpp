@@ -1,8 +1,8 @@
 // serve_until_shutdown, the way lessons 01 and 02 run their servers: what a client gets when a
 // handler throws.
-#include "process.hpp"
-#include "serve.hpp"
-#include "test_support.hpp"
+#include "lessons/01-one-thread/serve.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
-#include "carrier.hpp"
+#include "lessons/02-fibers/carrier.hpp"
 
-#include "fiber_stack.hpp"
-#include "process.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
+#include "lessons/common/process.hpp"
 
 #include <algorithm>
 #include <boost/fiber/all.hpp>

@@ -68,10 +68,10 @@ template <typename Algorithm, typename... Args> void use_carrier_algorithm(Args&
 }
 
 // Process-wide hooks that see every carrier's algorithm before it is installed, and may wrap it
-// in one that forwards every call. The pinning detector (pinning/) adds one to time each fiber's
-// turn on its carrier, the tracer (trace/) one to record it; both may be on at once, each
-// wrapping what the one added before it returned. They apply to carriers started after they are
-// added.
+// in one that forwards every call. The pinning detector (lessons/instruments/pinning/) adds one to
+// time each fiber's turn on its carrier, the tracer (lessons/instruments/trace/) one to record it;
+// both may be on at once, each wrapping what the one added before it returned. They apply to
+// carriers started after they are added.
 using SchedulerObserver = std::unique_ptr<boost::fibers::algo::algorithm> (*)(
     std::unique_ptr<boost::fibers::algo::algorithm> algorithm);
 void observe_carrier_schedulers(SchedulerObserver observer);

@@ -1,5 +1,5 @@
 // Lesson 02 checkpoint: fibers on one carrier sleep side by side, unless something pins it.
-#include "test_support.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

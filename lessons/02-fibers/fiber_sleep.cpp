@@ -1,4 +1,4 @@
-#include "fiber_sleep.hpp"
+#include "lessons/02-fibers/fiber_sleep.hpp"
 
 #include <boost/fiber/operations.hpp>
 

@@ -2,6 +2,6 @@
 // lets its carrier run the others; the carrier's scheduler wakes it when the time is up.
 #pragma once
 
-#include "benchmark_routes.hpp"
+#include "lessons/01-one-thread/benchmark_routes.hpp"
 
 extern const BenchmarkWait fiber_sleep;

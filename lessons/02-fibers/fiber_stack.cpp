@@ -1,4 +1,4 @@
-#include "fiber_stack.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <cstdint>

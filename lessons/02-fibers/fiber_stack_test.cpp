@@ -1,7 +1,7 @@
 // Fiber stacks under AddressSanitizer: the unit suite also runs in an ASan build, where these
 // would fail without the bookkeeping in fiber_stack.cpp.
-#include "carrier.hpp"
-#include "test_support.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

@@ -2,7 +2,7 @@
 // into a fiber on a single carrier thread: the fiber analog of httplib::ThreadPool(1).
 #pragma once
 
-#include "carrier.hpp"
+#include "lessons/02-fibers/carrier.hpp"
 
 #include <httplib.h>
 

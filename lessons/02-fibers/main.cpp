@@ -1,14 +1,14 @@
 // Lesson 02: fibers. Each connection runs on its own fiber, all on one carrier thread, and the
 // handler sleeps with boost::this_fiber::sleep_for: ten concurrent requests take one second.
-#include "benchmark_routes.hpp"
-#include "carrier.hpp"
-#include "fiber_sleep.hpp"
-#include "fiber_task_queue.hpp"
-#include "flags.hpp"
-#include "pinning_flags.hpp"
-#include "process.hpp"
-#include "serve.hpp"
-#include "trace_flags.hpp"
+#include "lessons/01-one-thread/benchmark_routes.hpp"
+#include "lessons/01-one-thread/serve.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/02-fibers/fiber_sleep.hpp"
+#include "lessons/02-fibers/fiber_task_queue.hpp"
+#include "lessons/common/flags.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/instruments/pinning/pinning_flags.hpp"
+#include "lessons/instruments/trace/trace_flags.hpp"
 
 int main(int argc, char** argv) {
     block_shutdown_signals();
@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
         .add("keep-alive", keep_alive,
              "ANTI-PATTERN: let cpp-httplib wait for the next request on a kept-alive "
              "connection; its wait is a blocking poll that pins the carrier");
-    TraceFlags trace(flags);     // --trace FILE: trace/trace_flags.hpp
-    PinningFlags pinning(flags); // --detect-pinning: pinning/pinning_flags.hpp
+    TraceFlags trace(flags);     // --trace FILE (lessons/instruments/trace/)
+    PinningFlags pinning(flags); // --detect-pinning (lessons/instruments/pinning/)
     flags.parse(argc, argv);
 
     httplib::Server server;

@@ -1,5 +1,5 @@
 // Lesson 03 checkpoint: with fiber-aware sockets, kept-alive connections no longer pin anything.
-#include "test_support.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,10 +1,10 @@
-#include "connector.hpp"
+#include "lessons/03-connector/connector.hpp"
 
-#include "fiber_socket.hpp"
-#include "fiber_stream.hpp"
-#include "process.hpp"
-#include "reactor.hpp"
-#include "trace.hpp"
+#include "lessons/03-connector/fiber_socket.hpp"
+#include "lessons/03-connector/fiber_stream.hpp"
+#include "lessons/03-connector/reactor.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/common/tracing.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -186,7 +186,7 @@ void Connector::accept_loop(int listen_fd) {
         // Counted before stopping_ is read again: stop() sets stopping_ before it counts, so
         // either stop() sees this connection and waits for it, or we see stopping_ here and
         // close it. Nothing is ever spawned onto a carrier that stop() has closed.
-        trace_counter(options_.traced_connections, "value", open_.fetch_add(1) + 1);
+        trace_counter(options_.connections_counter, "value", open_.fetch_add(1) + 1);
         if (stopping_) {
             ::close(fd);
             connection_closed();
@@ -287,7 +287,7 @@ std::vector<std::pair<int, std::uint64_t>> Connector::refusals() const {
 
 void Connector::connection_closed() {
     const int left = open_.fetch_sub(1) - 1;
-    trace_counter(options_.traced_connections, "value", left);
+    trace_counter(options_.connections_counter, "value", left);
     {
         std::lock_guard<boost::fibers::mutex> lock(slot_mutex_);
         slot_freed_.notify_one();

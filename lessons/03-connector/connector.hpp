@@ -23,10 +23,10 @@
 //    and tries again every 100 ms, rather than spin its carrier.
 #pragma once
 
-#include "carrier.hpp"
-#include "http_app.hpp"
-#include "reactor.hpp"
-#include "request_guard.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/03-connector/guard/request_guard.hpp"
+#include "lessons/03-connector/http_app.hpp"
+#include "lessons/03-connector/reactor.hpp"
 
 #include <array>
 #include <atomic>
@@ -63,8 +63,8 @@ struct ConnectorOptions {
     // request_guard.hpp); untouched pages cost no memory, so this is address space, not RAM.
     std::size_t fiber_stack_size = 256 * 1024;
     GuardLimits limits;
-    // The counter of open connections in a --trace (lesson 02's trace/): a string literal.
-    const char* traced_connections = "connections";
+    // What a --trace calls this connector's count of open connections: a string literal.
+    const char* connections_counter = "connections";
 };
 
 class Connector {

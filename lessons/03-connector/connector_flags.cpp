@@ -1,4 +1,4 @@
-#include "connector_flags.hpp"
+#include "lessons/03-connector/connector_flags.hpp"
 
 namespace {
 

@@ -7,9 +7,9 @@
 // injected at the system-call boundary: this test program defines accept4() and epoll_ctl()
 // itself, which the linker prefers to libc's, and passes every call on to the real one unless a
 // test has armed a fault. The connector's code has no test seam.
-#include "connector.hpp"
-#include "fiber_latch.hpp"
-#include "test_support.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/common/fiber_latch.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

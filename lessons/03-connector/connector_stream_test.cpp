@@ -1,7 +1,7 @@
 // Tests of the stream under the connector: bytes as a client really sends them, several requests
 // in one write (pipelining), so each read of the socket may end anywhere in the batch.
-#include "connector.hpp"
-#include "test_support.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

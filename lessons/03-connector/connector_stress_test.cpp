@@ -4,11 +4,11 @@
 // the reactor must survive (reactor_test.cpp has it in miniature). The verdict is what a user
 // sees, never a timing figure: every well-formed request answered, every slowloris cut off, the
 // server still serving.
-#include "carrier.hpp"
-#include "connector.hpp"
-#include "http_client.hpp"
-#include "reactor.hpp"
-#include "test_support.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/03-connector/reactor.hpp"
+#include "lessons/common/test_support.hpp"
+#include "lessons/instruments/client/http_client.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

@@ -1,8 +1,8 @@
 // Unit tests of the connector: a real Connector in this process on a free port, real sockets on
 // loopback, and RawConnection (a blocking client) to send exact bytes and read exact answers.
-#include "connector.hpp"
-#include "fiber_sleep.hpp"
-#include "test_support.hpp"
+#include "lessons/02-fibers/fiber_sleep.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-#include "fiber_io.hpp"
+#include "lessons/03-connector/fiber_io.hpp"
 
 #include <cerrno>
 #include <poll.h>

@@ -6,7 +6,7 @@
 // thread) there is nobody else to run, so it blocks that thread in poll(): same code, both worlds.
 #pragma once
 
-#include "reactor.hpp"
+#include "lessons/03-connector/reactor.hpp"
 
 // Waits until `fd` may be ready for `direction`, or `deadline` passes (false on timeout).
 // May return true spuriously; the caller's retried syscall decides.

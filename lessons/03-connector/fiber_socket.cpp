@@ -1,4 +1,4 @@
-#include "fiber_socket.hpp"
+#include "lessons/03-connector/fiber_socket.hpp"
 
 #include <arpa/inet.h>
 #include <cerrno>

@@ -5,7 +5,7 @@
 // Every call takes a deadline and reports a timeout as an error, so no caller can hang forever.
 #pragma once
 
-#include "fiber_io.hpp"
+#include "lessons/03-connector/fiber_io.hpp"
 
 #include <cstddef>
 #include <string>

@@ -1,4 +1,4 @@
-#include "fiber_stream.hpp"
+#include "lessons/03-connector/fiber_stream.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -12,7 +12,7 @@
 //    (the library writes the head and the body separately).
 #pragma once
 
-#include "fiber_socket.hpp"
+#include "lessons/03-connector/fiber_socket.hpp"
 
 #include <chrono>
 #include <httplib.h>

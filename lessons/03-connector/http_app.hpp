@@ -6,7 +6,7 @@
 // connector can feed it our fiber-aware stream instead of the library's blocking sockets.
 #pragma once
 
-#include "handler_exceptions.hpp"
+#include "lessons/01-one-thread/handler_exceptions.hpp"
 
 #include <httplib.h>
 

@@ -1,5 +1,5 @@
 // Lesson 03 with the pinning detector on: its waits are all fiber-aware, so nothing to report.
-#include "event_log.hpp"
+#include "lessons/instruments/pinning/event_log.hpp"
 
 #include <catch2/catch.hpp>
 

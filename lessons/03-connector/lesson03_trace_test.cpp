@@ -1,7 +1,7 @@
 // lesson03 --trace: the timeline of a known workload, and a trace written on SIGUSR1 or lost to
 // SIGKILL, never a half file.
-#include "test_support.hpp"
-#include "trace_check.hpp"
+#include "lessons/common/test_support.hpp"
+#include "lessons/instruments/trace/trace_check.hpp"
 
 #include <catch2/catch.hpp>
 #include <csignal>

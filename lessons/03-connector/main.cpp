@@ -1,15 +1,15 @@
 // Lesson 03: fiber-aware socket I/O. The connector accepts connections itself and serves each on
 // a fiber whose every wait (for the request, for the client to read the response, for the next
 // request on a kept-alive connection) parks the fiber instead of the carrier thread.
-#include "benchmark_routes.hpp"
-#include "carrier.hpp"
-#include "connector.hpp"
-#include "connector_flags.hpp"
-#include "fiber_sleep.hpp"
-#include "http_app.hpp"
-#include "pinning_flags.hpp"
-#include "process.hpp"
-#include "trace_flags.hpp"
+#include "lessons/01-one-thread/benchmark_routes.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/02-fibers/fiber_sleep.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/03-connector/connector_flags.hpp"
+#include "lessons/03-connector/http_app.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/instruments/pinning/pinning_flags.hpp"
+#include "lessons/instruments/trace/trace_flags.hpp"
 
 int main(int argc, char** argv) {
     block_shutdown_signals();

@@ -1,6 +1,6 @@
-#include "reactor.hpp"
+#include "lessons/03-connector/reactor.hpp"
 
-#include "trace.hpp"
+#include "lessons/common/tracing.hpp"
 
 #include <cerrno>
 #include <climits>
@@ -39,7 +39,7 @@ void wake(boost::fibers::context*& slot, bool& ready) noexcept {
     if (!waiter->ready_is_linked()) boost::fibers::context::active()->schedule(waiter);
 }
 
-// A socket wait's name in a trace (lesson 02's trace/).
+// A socket wait's name in a --trace.
 const char* traced_as(Direction direction) {
     return direction == Direction::read ? "socket.read" : "socket.write";
 }

@@ -1,9 +1,9 @@
 // Unit tests of the reactor: fibers on one carrier thread waiting for sockets and timers.
-#include "carrier.hpp"
-#include "fiber_socket.hpp"
-#include "fiber_stack.hpp"
-#include "reactor.hpp"
-#include "test_support.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
+#include "lessons/03-connector/fiber_socket.hpp"
+#include "lessons/03-connector/reactor.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/all.hpp>
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
 // Lesson 04 checkpoint: lesson04 on a real PostgreSQL. However many clients ask, /work is served
 // at most at the pool's ceiling, size / query time = 10 / 0.05 s = 200 requests a second.
-#include "pg_test_support.hpp"
-#include "test_support.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

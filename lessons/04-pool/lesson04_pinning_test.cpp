@@ -1,7 +1,7 @@
 // Lesson 04 with the pinning detector on: libpq runs through the async API and the connector's
 // fiber-aware waits, and a fiber waiting for the pool parks, so nothing pins a carrier.
-#include "event_log.hpp"
-#include "pg_test_support.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/instruments/pinning/event_log.hpp"
 
 #include <catch2/catch.hpp>
 

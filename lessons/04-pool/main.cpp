@@ -1,15 +1,15 @@
 // Lesson 04: a database behind the endpoint. GET /work borrows one of 10 pooled PostgreSQL
 // connections, runs SELECT pg_sleep(0.05), and gives it back; at most 10 queries run at once,
 // so the pool serves at most 10 / 0.05 s = 200 requests a second, however many arrive.
-#include "benchmark_routes.hpp"
-#include "connector.hpp"
-#include "connector_flags.hpp"
-#include "fiber_sleep.hpp"
-#include "pinning_flags.hpp"
-#include "pool_flags.hpp"
-#include "process.hpp"
-#include "trace_flags.hpp"
-#include "work_service.hpp"
+#include "lessons/01-one-thread/benchmark_routes.hpp"
+#include "lessons/02-fibers/fiber_sleep.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/03-connector/connector_flags.hpp"
+#include "lessons/04-pool/pool_flags.hpp"
+#include "lessons/04-pool/work_service.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/instruments/pinning/pinning_flags.hpp"
+#include "lessons/instruments/trace/trace_flags.hpp"
 
 int main(int argc, char** argv) {
     block_shutdown_signals();

@@ -1,6 +1,6 @@
-#include "pg_connection.hpp"
+#include "lessons/04-pool/pg_connection.hpp"
 
-#include "fiber_io.hpp"
+#include "lessons/03-connector/fiber_io.hpp"
 
 #include <arpa/inet.h>
 #include <cstdlib>

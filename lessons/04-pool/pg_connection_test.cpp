@@ -1,10 +1,10 @@
 // PgConnection against a real PostgreSQL: connecting and querying through libpq's asynchronous
 // API, from a fiber on a carrier and from a plain thread, and the errors a user gets.
-#include "carrier.hpp"
-#include "pg_connection.hpp"
-#include "pg_test_support.hpp"
-#include "reactor.hpp"
-#include "test_support.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/03-connector/reactor.hpp"
+#include "lessons/04-pool/pg_connection.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

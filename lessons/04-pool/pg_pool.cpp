@@ -1,6 +1,6 @@
-#include "pg_pool.hpp"
+#include "lessons/04-pool/pg_pool.hpp"
 
-#include "trace.hpp"
+#include "lessons/common/tracing.hpp"
 
 #include <algorithm>
 #include <mutex>

@@ -32,7 +32,7 @@
 // readable without a lock, so a metrics endpoint never queues behind the pool.
 #pragma once
 
-#include "pg_connection.hpp"
+#include "lessons/04-pool/pg_connection.hpp"
 
 #include <atomic>
 #include <boost/fiber/condition_variable.hpp>

@@ -1,11 +1,11 @@
 // PgPool against a real PostgreSQL: the bound, the order of waiters, timeouts, wake-ups, and
 // connections the server kills. Borrowers run as fibers on carriers and as plain OS threads,
 // often both at once, because lesson 05 uses the pool from both.
-#include "carrier.hpp"
-#include "pg_pool.hpp"
-#include "pg_test_support.hpp"
-#include "reactor.hpp"
-#include "test_support.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/03-connector/reactor.hpp"
+#include "lessons/04-pool/pg_pool.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
-#include "pg_test_support.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
 
-#include "reactor.hpp"
-#include "test_support.hpp"
+#include "lessons/03-connector/reactor.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <cstdlib>

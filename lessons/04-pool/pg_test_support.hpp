@@ -6,8 +6,8 @@
 //   lessons/tools/pg-cluster run -- build/bin/pg_pool_test     (exports PG_CONNINFO)
 #pragma once
 
-#include "carrier.hpp"
-#include "test_support.hpp" // eventually()
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/common/test_support.hpp" // eventually()
 
 #include <chrono>
 #include <condition_variable>

@@ -1,8 +1,8 @@
 // The tests' own PostgreSQL plumbing: a cluster is found wherever the checkout lives, and
 // starting one leaves a clean server log.
-#include "pg_connection.hpp"
-#include "pg_test_support.hpp"
-#include "test_support.hpp"
+#include "lessons/04-pool/pg_connection.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
-#include "pool_flags.hpp"
+#include "lessons/04-pool/pool_flags.hpp"
 
-#include "process.hpp"
+#include "lessons/common/process.hpp"
 
 #include <cstdio>
 

@@ -1,8 +1,8 @@
 // The command-line flags of every server with a database pool (lessons 04-06), and its start.
 #pragma once
 
-#include "flags.hpp"
-#include "pg_pool.hpp"
+#include "lessons/04-pool/pg_pool.hpp"
+#include "lessons/common/flags.hpp"
 
 #include <memory>
 #include <string>

@@ -1,8 +1,8 @@
 // A PostgreSQL restart under load, on a private server this test stops and starts: requests
 // fail fast with a clear error while it is down, and the pool recovers by itself when it is back.
-#include "pg_pool.hpp"
-#include "pg_test_support.hpp"
-#include "test_support.hpp"
+#include "lessons/04-pool/pg_pool.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

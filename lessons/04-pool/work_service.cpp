@@ -1,6 +1,6 @@
-#include "work_service.hpp"
+#include "lessons/04-pool/work_service.hpp"
 
-#include "process.hpp"
+#include "lessons/common/process.hpp"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

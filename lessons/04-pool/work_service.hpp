@@ -11,7 +11,7 @@
 // faster than the pool serves them (lesson 05 measures exactly that).
 #pragma once
 
-#include "pg_pool.hpp"
+#include "lessons/04-pool/pg_pool.hpp"
 
 #include <chrono>
 #include <functional>

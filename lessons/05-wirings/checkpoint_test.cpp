@@ -4,8 +4,8 @@
 //   vt:       everything inside the app, the queue moved onto the pool, 500s at the pool timeout
 // The spikes are scaled down (1,000 workers, a 3 s pool timeout) and the bounds are generous:
 // they check the shape, which physics fixes, not figures a busy machine can shift.
-#include "pg_test_support.hpp"
-#include "wired_test_support.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/05-wirings/wired_test_support.hpp"
 
 #include <catch2/catch.hpp>
 

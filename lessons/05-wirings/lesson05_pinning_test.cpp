@@ -1,7 +1,7 @@
 // Lesson 05's vt wiring with the pinning detector on: handlers run on the connection fibers, and
 // every wait on the way (the pool, libpq, the socket) is fiber-aware, so nothing pins a carrier.
-#include "event_log.hpp"
-#include "pg_test_support.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/instruments/pinning/event_log.hpp"
 
 #include <catch2/catch.hpp>
 

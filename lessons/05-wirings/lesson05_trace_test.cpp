@@ -1,6 +1,6 @@
 // Lesson 05's platform wiring with --trace: the queue the requests wait in shows in the trace.
-#include "pg_test_support.hpp"
-#include "trace_check.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/instruments/trace/trace_check.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdio>

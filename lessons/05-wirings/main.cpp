@@ -2,10 +2,10 @@
 // --threads-max OS threads behind a first-come queue (--profile platform) or right on the
 // connection's fiber (--profile vt); /health and /metrics on the management port show where
 // the requests wait.
-#include "pinning_flags.hpp"
-#include "process.hpp"
-#include "trace_flags.hpp"
-#include "work_server.hpp"
+#include "lessons/05-wirings/work_server.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/instruments/pinning/pinning_flags.hpp"
+#include "lessons/instruments/trace/trace_flags.hpp"
 
 int main(int argc, char** argv) {
     block_shutdown_signals();

@@ -1,7 +1,7 @@
-#include "management_server.hpp"
+#include "lessons/05-wirings/management_server.hpp"
 
-#include "pg_connection.hpp"
-#include "request_metrics.hpp"
+#include "lessons/04-pool/pg_connection.hpp"
+#include "lessons/05-wirings/request_metrics.hpp"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -19,7 +19,7 @@ ConnectorOptions management_options(const std::string& host, int port) {
     // Its own thread: a carrier of the application's, pinned or swamped, cannot delay it.
     options.carriers = 1;
     options.carrier_name = "management";
-    options.traced_connections = "management.connections";
+    options.connections_counter = "management.connections";
     // Any cap can be filled by a client that keeps opening connections; the timeouts below decide
     // how dear that is. Each connection must send a request within 2 s of the last (or of its
     // accept), so holding all 1,024 takes 500 new connections or requests a second. A parked

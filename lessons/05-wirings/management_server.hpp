@@ -18,8 +18,8 @@
 // application's grace whatever a client is doing. Its limits are in management_server.cpp.
 #pragma once
 
-#include "connector.hpp"
-#include "metrics_text.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/05-wirings/metrics_text.hpp"
 
 #include <boost/fiber/future.hpp>
 #include <chrono>

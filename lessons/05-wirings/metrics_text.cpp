@@ -1,4 +1,4 @@
-#include "metrics_text.hpp"
+#include "lessons/05-wirings/metrics_text.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,7 +1,7 @@
-#include "platform_executor.hpp"
+#include "lessons/05-wirings/platform_executor.hpp"
 
-#include "process.hpp"
-#include "trace.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/common/tracing.hpp"
 
 #include <boost/fiber/future.hpp>
 #include <stdexcept>

@@ -1,6 +1,6 @@
-#include "request_metrics.hpp"
+#include "lessons/05-wirings/request_metrics.hpp"
 
-#include "trace.hpp"
+#include "lessons/common/tracing.hpp"
 
 #include <boost/fiber/fss.hpp>
 #include <string>

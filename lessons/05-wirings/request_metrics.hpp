@@ -18,8 +18,8 @@
 // management thread reads it without ever waiting for them.
 #pragma once
 
-#include "connector.hpp"
-#include "metrics_text.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/05-wirings/metrics_text.hpp"
 
 #include <array>
 #include <atomic>

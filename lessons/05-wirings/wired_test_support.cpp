@@ -1,4 +1,4 @@
-#include "wired_test_support.hpp"
+#include "lessons/05-wirings/wired_test_support.hpp"
 
 #include <regex>
 #include <sstream>

@@ -2,8 +2,8 @@
 // its management port, its --print-config, and a short spike against it with its CSVs read back.
 #pragma once
 
-#include "spike_shape.hpp"
-#include "test_support.hpp"
+#include "lessons/common/test_support.hpp"
+#include "lessons/instruments/spike/spike_shape.hpp"
 
 #include <map>
 #include <string>
@@ -26,6 +26,7 @@ struct SpikePlan {
     std::string path = "/work"; // what every worker asks for
 };
 
-// Runs the `spike` program (spike/) against the server's GET plan.path, with its probe
-// on the management port, and reads both CSVs back (kept in the test-logs directory under `name`).
+// Runs the `spike` program (lessons/instruments/spike/) against the server's GET plan.path, with
+// its probe on the management port, and reads both CSVs back (kept in the test-logs directory under
+// `name`).
 SpikeShape run_spike(const ServerProcess& server, const std::string& name, const SpikePlan& plan);

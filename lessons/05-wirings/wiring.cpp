@@ -1,4 +1,4 @@
-#include "wiring.hpp"
+#include "lessons/05-wirings/wiring.hpp"
 
 Connector::Executor on_connection_fiber(RequestMetrics& metrics) {
     return [&metrics](const std::function<bool()>& serve) {

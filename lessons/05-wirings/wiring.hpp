@@ -9,9 +9,9 @@
 //             wait in the executor's queue, their connections open, counted nowhere else.
 #pragma once
 
-#include "connector.hpp"
-#include "platform_executor.hpp"
-#include "request_metrics.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/05-wirings/platform_executor.hpp"
+#include "lessons/05-wirings/request_metrics.hpp"
 
 enum class Wiring { platform, vt };
 

@@ -2,13 +2,13 @@
 // their in-flight accounting, the response counter, the Prometheus text, the management port.
 // Handlers are held on a latch that the test opens, so every "at most 4 at once" is a fact the
 // test waits for, not a guess about timing.
-#include "fiber_latch.hpp"
-#include "management_server.hpp"
-#include "metrics_text.hpp"
-#include "platform_executor.hpp"
-#include "request_metrics.hpp"
-#include "test_support.hpp"
-#include "wiring.hpp"
+#include "lessons/05-wirings/management_server.hpp"
+#include "lessons/05-wirings/metrics_text.hpp"
+#include "lessons/05-wirings/platform_executor.hpp"
+#include "lessons/05-wirings/request_metrics.hpp"
+#include "lessons/05-wirings/wiring.hpp"
+#include "lessons/common/fiber_latch.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

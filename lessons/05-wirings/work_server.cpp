@@ -1,7 +1,7 @@
-#include "work_server.hpp"
+#include "lessons/05-wirings/work_server.hpp"
 
-#include "connector_flags.hpp"
-#include "process.hpp"
+#include "lessons/03-connector/connector_flags.hpp"
+#include "lessons/common/process.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -11,14 +11,14 @@
 // and exits, so a test can compare the profiles line by line.
 #pragma once
 
-#include "connector.hpp"
-#include "flags.hpp"
-#include "management_server.hpp"
-#include "platform_executor.hpp"
-#include "pool_flags.hpp"
-#include "request_metrics.hpp"
-#include "wiring.hpp"
-#include "work_service.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/04-pool/pool_flags.hpp"
+#include "lessons/04-pool/work_service.hpp"
+#include "lessons/05-wirings/management_server.hpp"
+#include "lessons/05-wirings/platform_executor.hpp"
+#include "lessons/05-wirings/request_metrics.hpp"
+#include "lessons/05-wirings/wiring.hpp"
+#include "lessons/common/flags.hpp"
 
 #include <memory>
 #include <string>

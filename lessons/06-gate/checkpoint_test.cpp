@@ -1,8 +1,8 @@
 // Lesson 06 checkpoint: lesson06 on a real PostgreSQL. Three profiles, one code path: the gate
 // is armed in vt-gated only; armed, it turns the excess away at once with 503 instead of
 // letting it queue for the pool until the timeout's 500.
-#include "pg_test_support.hpp"
-#include "wired_test_support.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/05-wirings/wired_test_support.hpp"
 
 #include <catch2/catch.hpp>
 

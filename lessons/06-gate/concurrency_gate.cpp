@@ -1,6 +1,6 @@
-#include "concurrency_gate.hpp"
+#include "lessons/06-gate/concurrency_gate.hpp"
 
-#include "trace.hpp"
+#include "lessons/common/tracing.hpp"
 
 #include <mutex>
 

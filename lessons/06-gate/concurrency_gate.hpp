@@ -21,7 +21,7 @@
 // pool hands over connections: a newcomer cannot overtake the queue.
 #pragma once
 
-#include "metrics_text.hpp"
+#include "lessons/05-wirings/metrics_text.hpp"
 
 #include <atomic>
 #include <boost/fiber/condition_variable.hpp>

@@ -1,4 +1,4 @@
-#include "gate_flags.hpp"
+#include "lessons/06-gate/gate_flags.hpp"
 
 void add_gate_flags(Flags& flags, GateOptions& options, std::string& policy_name) {
     flags

@@ -1,8 +1,8 @@
 // The gate's command-line flags (lesson 06), and which profile arms it.
 #pragma once
 
-#include "concurrency_gate.hpp"
-#include "flags.hpp"
+#include "lessons/06-gate/concurrency_gate.hpp"
+#include "lessons/common/flags.hpp"
 
 #include <string>
 

@@ -1,13 +1,13 @@
 // Unit tests of the gate and its error mapping, in this process, without a database. Callers
 // that must wait are plain threads or fibers the test starts; the test waits for the gate's
 // own counters (gate.waiting() == 3) rather than sleeping and hoping.
-#include "carrier.hpp"
-#include "concurrency_gate.hpp"
-#include "connector.hpp"
-#include "gate_flags.hpp"
-#include "metrics_text.hpp"
-#include "rejection_mapping.hpp"
-#include "test_support.hpp"
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/05-wirings/metrics_text.hpp"
+#include "lessons/06-gate/concurrency_gate.hpp"
+#include "lessons/06-gate/gate_flags.hpp"
+#include "lessons/06-gate/rejection_mapping.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

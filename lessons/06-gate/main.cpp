@@ -1,13 +1,13 @@
 // Lesson 06: the gate. Lesson 05's application with a concurrency limit in front of the work
 // service: --profile vt-gated arms it (--gate-limit 10, --gate-policy reject), and the error
 // mapping turns its rejection into 503. In the platform and vt profiles it passes all through.
-#include "concurrency_gate.hpp"
-#include "gate_flags.hpp"
-#include "pinning_flags.hpp"
-#include "process.hpp"
-#include "rejection_mapping.hpp"
-#include "trace_flags.hpp"
-#include "work_server.hpp"
+#include "lessons/05-wirings/work_server.hpp"
+#include "lessons/06-gate/concurrency_gate.hpp"
+#include "lessons/06-gate/gate_flags.hpp"
+#include "lessons/06-gate/rejection_mapping.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/instruments/pinning/pinning_flags.hpp"
+#include "lessons/instruments/trace/trace_flags.hpp"
 
 int main(int argc, char** argv) {
     block_shutdown_signals();

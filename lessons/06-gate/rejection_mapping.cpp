@@ -1,7 +1,7 @@
-#include "rejection_mapping.hpp"
+#include "lessons/06-gate/rejection_mapping.hpp"
 
-#include "concurrency_gate.hpp"
-#include "handler_exceptions.hpp"
+#include "lessons/01-one-thread/handler_exceptions.hpp"
+#include "lessons/06-gate/concurrency_gate.hpp"
 
 void map_rejections_to_503(httplib::Server& app) {
     app.set_exception_handler(

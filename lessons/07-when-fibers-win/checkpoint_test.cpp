@@ -5,9 +5,9 @@
 //     second, however fast the machine; fibers park through the same wait and serve many times
 //     that with the same 200 clients;
 //   * a downstream that is down or slow is a 502 with one line, not a hang.
-#include "fake_downstream.hpp"
-#include "pg_test_support.hpp"
-#include "wired_test_support.hpp"
+#include "lessons/04-pool/pg_test_support.hpp"
+#include "lessons/05-wirings/wired_test_support.hpp"
+#include "lessons/instruments/client/fake_downstream.hpp"
 
 #include <atomic>
 #include <catch2/catch.hpp>

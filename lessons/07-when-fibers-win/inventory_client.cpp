@@ -1,6 +1,6 @@
-#include "inventory_client.hpp"
+#include "lessons/07-when-fibers-win/inventory_client.hpp"
 
-#include "trace.hpp"
+#include "lessons/common/tracing.hpp"
 
 InventoryClient::InventoryClient(const std::string& url, std::chrono::milliseconds timeout,
                                  IdleLimits idle)

@@ -1,5 +1,5 @@
 // The downstream call of GET /orders/{id}: one GET to the "inventory" service on a kept-alive
-// connection, through lesson 03's fiber-aware HTTP client (lessons/03-connector/client/).
+// connection, through the course's fiber-aware HTTP client (lessons/instruments/client/).
 //
 //   InventoryClient inventory("http://127.0.0.1:8090/benchmark", std::chrono::seconds(5));
 //   HttpResponse answer;
@@ -18,7 +18,7 @@
 // newest was ever looked at). So the kept ones are bounded and short-lived (IdleLimits).
 #pragma once
 
-#include "http_client.hpp"
+#include "lessons/instruments/client/http_client.hpp"
 
 #include <chrono>
 #include <deque>

@@ -1,13 +1,14 @@
 // The inventory client's kept connections (issue 26, case 6): bounded per carrier, closed when
 // idle too long, and dropped once the server has closed them, so that no burst leaves sockets
 // behind in CLOSE-WAIT. The inventory is a fake on loopback (lesson 03's
-// client/fake_downstream.hpp) that holds each answer of a burst until the whole burst has arrived:
-// "N connections are open at once" is a fact the test waits for, not a guess about timing.
-#include "carrier.hpp"
-#include "fake_downstream.hpp"
-#include "inventory_client.hpp"
-#include "reactor.hpp"
-#include "test_support.hpp"
+// lessons/instruments/client/fake_downstream.hpp) that holds each answer of a burst until the whole
+// burst has arrived: "N connections are open at once" is a fact the test waits for, not a guess
+// about timing.
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/03-connector/reactor.hpp"
+#include "lessons/07-when-fibers-win/inventory_client.hpp"
+#include "lessons/common/test_support.hpp"
+#include "lessons/instruments/client/fake_downstream.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

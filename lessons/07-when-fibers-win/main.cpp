@@ -3,12 +3,12 @@
 // 05's wirings: --profile platform (--threads-max threads, each blocked through the call) or
 // --profile vt (each request parks on its connection's fiber). Part 2's GET /orders/{id}/summary
 // makes two quick round trips on one borrowed connection, and no downstream call.
-#include "inventory_client.hpp"
-#include "orders_route.hpp"
-#include "pinning_flags.hpp"
-#include "process.hpp"
-#include "trace_flags.hpp"
-#include "work_server.hpp"
+#include "lessons/05-wirings/work_server.hpp"
+#include "lessons/07-when-fibers-win/inventory_client.hpp"
+#include "lessons/07-when-fibers-win/orders_route.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/instruments/pinning/pinning_flags.hpp"
+#include "lessons/instruments/trace/trace_flags.hpp"
 
 #include <stdexcept>
 

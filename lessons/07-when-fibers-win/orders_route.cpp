@@ -1,6 +1,6 @@
-#include "orders_route.hpp"
+#include "lessons/07-when-fibers-win/orders_route.hpp"
 
-#include "process.hpp"
+#include "lessons/common/process.hpp"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

@@ -14,8 +14,8 @@
 // the CPU allows.
 #pragma once
 
-#include "inventory_client.hpp"
-#include "pg_pool.hpp"
+#include "lessons/04-pool/pg_pool.hpp"
+#include "lessons/07-when-fibers-win/inventory_client.hpp"
 
 #include <httplib.h>
 

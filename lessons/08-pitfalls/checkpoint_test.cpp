@@ -1,8 +1,8 @@
 // Lesson 08 checkpoint: each pitfall fails with its --bad-... flag and not without it. Every
 // verdict rests on an order of events the server cannot change, never on how fast it runs.
-#include "cpu_work.hpp"
-#include "request_context.hpp"
-#include "test_support.hpp"
+#include "lessons/08-pitfalls/cpu_work.hpp"
+#include "lessons/08-pitfalls/request_context.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

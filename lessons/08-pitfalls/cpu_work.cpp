@@ -1,8 +1,8 @@
-#include "cpu_work.hpp"
+#include "lessons/08-pitfalls/cpu_work.hpp"
 
-#include "concurrency_gate.hpp"
-#include "process.hpp"
-#include "query_param.hpp"
+#include "lessons/06-gate/concurrency_gate.hpp"
+#include "lessons/08-pitfalls/query_param.hpp"
+#include "lessons/common/process.hpp"
 
 #include <memory>
 #include <nlohmann/json.hpp>

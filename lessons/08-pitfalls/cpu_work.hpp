@@ -18,7 +18,7 @@
 // as many requests as there are threads plus the queue.
 #pragma once
 
-#include "platform_executor.hpp"
+#include "lessons/05-wirings/platform_executor.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // the time per access (best of 5 rounds of 10 million) and the memory of 10,000 parked fibers
 // with and without a value in one. Prints one line per figure: "<variant>\t<figure>".
 // Figures only: nothing here is asserted, and they move with the machine.
-#include "fiber_stack.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
 
 #include <boost/fiber/all.hpp>
 #include <chrono>

@@ -1,6 +1,6 @@
-#include "locked_update.hpp"
+#include "lessons/08-pitfalls/locked_update.hpp"
 
-#include "query_param.hpp"
+#include "lessons/08-pitfalls/query_param.hpp"
 
 #include <boost/fiber/mutex.hpp>
 #include <boost/fiber/operations.hpp>

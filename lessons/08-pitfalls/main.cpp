@@ -6,18 +6,18 @@
 //                                      (ms up to max_cpu_time; past --cpu-queue waiting, a 503)
 //
 // A stall alarm reports any carrier that stops switching fibers for 2 s.
-#include "benchmark_routes.hpp"
-#include "connector_flags.hpp"
-#include "cpu_work.hpp"
-#include "fiber_sleep.hpp"
-#include "locked_update.hpp"
-#include "pinning_flags.hpp"
-#include "platform_executor.hpp"
-#include "process.hpp"
-#include "request_context.hpp"
-#include "stall_alarm.hpp"
-#include "trace_flags.hpp"
-#include "wiring.hpp"
+#include "lessons/01-one-thread/benchmark_routes.hpp"
+#include "lessons/02-fibers/fiber_sleep.hpp"
+#include "lessons/03-connector/connector_flags.hpp"
+#include "lessons/05-wirings/platform_executor.hpp"
+#include "lessons/05-wirings/wiring.hpp"
+#include "lessons/08-pitfalls/cpu_work.hpp"
+#include "lessons/08-pitfalls/locked_update.hpp"
+#include "lessons/08-pitfalls/request_context.hpp"
+#include "lessons/08-pitfalls/stall_alarm.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/instruments/pinning/pinning_flags.hpp"
+#include "lessons/instruments/trace/trace_flags.hpp"
 
 #include <algorithm>
 #include <memory>

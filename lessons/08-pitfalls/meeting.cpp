@@ -1,4 +1,4 @@
-#include "meeting.hpp"
+#include "lessons/08-pitfalls/meeting.hpp"
 
 #include <mutex>
 

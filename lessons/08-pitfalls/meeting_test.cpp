@@ -1,9 +1,9 @@
 // The meeting point lesson 08's /request-id parks at: a group goes on when its last member
 // arrives, and a caller whose group never fills gives up at its timeout without breaking the
 // next group.
-#include "fiber_stack.hpp"
-#include "meeting.hpp"
-#include "test_support.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
+#include "lessons/08-pitfalls/meeting.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/all.hpp>
 #include <catch2/catch.hpp>

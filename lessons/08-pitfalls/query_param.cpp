@@ -1,4 +1,4 @@
-#include "query_param.hpp"
+#include "lessons/08-pitfalls/query_param.hpp"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>

@@ -1,6 +1,6 @@
-#include "request_context.hpp"
+#include "lessons/08-pitfalls/request_context.hpp"
 
-#include "query_param.hpp"
+#include "lessons/08-pitfalls/query_param.hpp"
 
 #include <algorithm>
 #include <boost/fiber/fss.hpp>

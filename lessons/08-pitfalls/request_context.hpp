@@ -15,7 +15,7 @@
 // changed to carry it.
 #pragma once
 
-#include "meeting.hpp"
+#include "lessons/08-pitfalls/meeting.hpp"
 
 #include <cstddef>
 #include <httplib.h>

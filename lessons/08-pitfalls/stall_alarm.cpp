@@ -1,6 +1,6 @@
-#include "stall_alarm.hpp"
+#include "lessons/08-pitfalls/stall_alarm.hpp"
 
-#include "fiber_stack.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
 
 #include <boost/fiber/fiber.hpp>
 #include <boost/fiber/operations.hpp>

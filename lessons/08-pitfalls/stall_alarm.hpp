@@ -12,11 +12,11 @@
 // stale heartbeat means the carrier is held. It beats only while requests run on its carrier
 // (an idle carrier is not stuck) and stops when they end, so carriers stop as before.
 //
-// The pinning detector (lessons/02-fibers/pinning/) reports a pin when the fiber's turn ends; a
+// The pinning detector (lessons/instruments/pinning/) reports a pin when the fiber's turn ends; a
 // deadlocked turn never ends. That is why this one watches from outside, on its own thread.
 #pragma once
 
-#include "connector.hpp"
+#include "lessons/03-connector/connector.hpp"
 
 #include <atomic>
 #include <chrono>

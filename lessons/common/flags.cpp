@@ -1,4 +1,4 @@
-#include "flags.hpp"
+#include "lessons/common/flags.hpp"
 
 #include <CLI/CLI.hpp>
 

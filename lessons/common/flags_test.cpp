@@ -1,7 +1,7 @@
 // Flags: what every program's command line promises (see flags.hpp), in-process through
 // try_parse, and through a real program where only a process shows it (--print-config's exit).
-#include "flags.hpp"
-#include "test_support.hpp"
+#include "lessons/common/flags.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 

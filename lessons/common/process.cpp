@@ -1,4 +1,4 @@
-#include "process.hpp"
+#include "lessons/common/process.hpp"
 
 #include <arpa/inet.h>
 #include <csignal>

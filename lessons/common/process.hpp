@@ -8,8 +8,8 @@
 // Call first thing in main(), before any thread starts: SIGINT and SIGTERM are blocked in every
 // thread (new threads inherit the mask) so that only wait_for_shutdown_signal() receives them,
 // and SIGPIPE is ignored so that writing to a socket the client closed is an error, not a death.
-// SIGUSR1 (write the trace now: lesson 02's trace/) is blocked too, for the tracer's thread to
-// take; a server that does not trace ignores it.
+// SIGUSR1 (write the trace now: lessons/instruments/trace/) is blocked too, for the tracer's thread
+// to take; a server that does not trace ignores it.
 void block_shutdown_signals();
 
 // Blocks the calling thread until SIGINT or SIGTERM arrives; returns the signal number.

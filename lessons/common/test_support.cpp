@@ -1,4 +1,4 @@
-#include "test_support.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <httplib.h>
 

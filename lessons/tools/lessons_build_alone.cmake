@@ -5,6 +5,9 @@
 #  2. a fresh tree with COURSE_ONLY=ON, BUILD/course-only, configures without such a dependency;
 #  3. it builds, and its unit and docs tests pass (the docs tests run the lessons' programs as
 #     their READMEs show them: a flag another folder injected would be missing).
+# With -DPLANT=ON (the test lessons_rank_check_catches_planted_links) instead: a tree configured
+# with links that break the ranks, BUILD/planted-links, whose check must name each of them and
+# nothing else (a link within the ranks is planted too).
 cmake_minimum_required(VERSION 3.25)
 
 function(no_lesson_dependencies build)
@@ -21,6 +24,42 @@ function(run what)
     endif()
 endfunction()
 
+if(PLANT)
+    # target=dependency: what each plant breaks.
+    set(wrong_links
+        "lesson03_parts=spike_parts"    # a lesson links an instrument taught later (05)
+        "http_client=lesson04_parts"    # an instrument (03) uses a later lesson
+        "lesson02_parts=lesson03_parts" # a lesson uses a later lesson
+        "common=lesson01_parts")        # lessons/common (00) uses a lesson
+    set(fine_links "lesson05_parts=pinning" "crowd=lesson03_parts") # within the ranks
+    set(tree ${BUILD}/planted-links)
+    file(REMOVE_RECURSE ${tree})
+    list(JOIN wrong_links "\\;" planted)
+    list(JOIN fine_links "\\;" fine)
+    run("configure with planted links" ${CMAKE_COMMAND} -S ${SOURCE} -B ${tree} -DCOURSE_ONLY=ON
+        "-DPLANT_LINKS=${planted}\\;${fine}")
+    file(READ ${tree}/lesson-dependencies.txt found)
+    foreach(link IN LISTS wrong_links)
+        string(REPLACE "=" ";" link ${link})
+        list(GET link 0 target)
+        list(GET link 1 dep)
+        string(REGEX MATCH "(^|\n)${target} \\(rank [0-9]+\\) links or needs ${dep}," seen "${found}")
+        if(NOT seen)
+            message(FATAL_ERROR "the rank check missed the planted link ${target} -> ${dep}; it "
+                                "found:\n${found}")
+        endif()
+    endforeach()
+    string(REGEX MATCHALL "(^|\n)[^\n]+ links or needs" reported "${found}")
+    list(LENGTH reported count)
+    list(LENGTH wrong_links expected)
+    if(NOT count EQUAL expected)
+        message(FATAL_ERROR "the rank check reported ${count} links, not the ${expected} planted "
+                            "wrong ones:\n${found}")
+    endif()
+    message(STATUS "the rank check named each of the ${expected} planted wrong links, and no "
+                   "link within the ranks")
+    return()
+endif()
 no_lesson_dependencies(${BUILD})
 if(ONLY_CHECK) # the test lessons_depend_one_way: step 1 only
     return()

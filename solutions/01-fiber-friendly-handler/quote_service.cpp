@@ -1,6 +1,6 @@
 #include "quote_service.hpp"
 
-#include "fiber_stack.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
 
 #include <algorithm>
 #include <boost/fiber/condition_variable.hpp>

@@ -8,7 +8,7 @@
 // they fail with EAGAIN instead. Waiting is your job — with wait_ready from fiber_io.hpp.
 #pragma once
 
-#include "fiber_io.hpp"
+#include "lessons/03-connector/fiber_io.hpp"
 
 #include <cstddef>
 #include <optional>

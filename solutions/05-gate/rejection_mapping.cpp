@@ -1,7 +1,7 @@
 #include "rejection_mapping.hpp"
 
 #include "concurrency_gate.hpp"
-#include "handler_exceptions.hpp"
+#include "lessons/01-one-thread/handler_exceptions.hpp"
 
 #include <httplib.h>
 

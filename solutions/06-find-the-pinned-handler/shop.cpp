@@ -1,6 +1,6 @@
 #include "shop.hpp"
 
-#include "fiber_name.hpp"
+#include "lessons/instruments/pinning/fiber_name.hpp"
 
 #include <boost/fiber/future.hpp>
 #include <boost/fiber/operations.hpp>

@@ -5,10 +5,10 @@
 //
 // Why the bounds are safe: a pinned carrier shows as a gap of the full wait (300-400 ms); a free
 // one as a few ms, tens under heavy load. We allow 150 ms.
-#include "exercise_support.hpp"
-#include "fiber_task_queue.hpp"
+#include "exercises/common/exercise_support.hpp"
+#include "lessons/02-fibers/fiber_task_queue.hpp"
+#include "lessons/common/test_support.hpp"
 #include "quote_service.hpp"
-#include "test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

@@ -4,10 +4,10 @@
 //
 // Why the bounds are safe: a carrier held by a blocking wait shows as a ticker gap of the whole
 // wait (300 ms or more); a free one as a few ms, tens under heavy load. We allow 150 ms.
-#include "exercise_support.hpp"
+#include "exercises/common/exercise_support.hpp"
+#include "lessons/common/process.hpp"
+#include "lessons/common/test_support.hpp"
 #include "line_socket.hpp"
-#include "process.hpp"
-#include "test_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,9 +3,9 @@
 //
 // Why the bounds are safe: waits here are 100-300 ms; a carrier held by a blocking wait shows a
 // ticker gap of the whole wait, a free one a few ms (tens under heavy load). We allow 150 ms.
-#include "exercise_support.hpp"
+#include "exercises/common/exercise_support.hpp"
+#include "lessons/common/test_support.hpp"
 #include "pool.hpp"
-#include "test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

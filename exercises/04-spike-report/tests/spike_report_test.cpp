@@ -1,7 +1,7 @@
 // Graded tests of exercise 04. tests/spike_small.csv is a small spike written by hand (warmup
 // 1,000 ms), with every answer below worked out in the comments so a reader can check it.
+#include "lessons/common/test_support.hpp"
 #include "spike_report.hpp"
-#include "test_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -6,10 +6,10 @@
 // microseconds; a gate that waits before refusing takes the whole wait); a carrier held by a
 // blocking wait shows a ticker gap of the whole wait (300 ms), a free one a few ms.
 #include "concurrency_gate.hpp"
-#include "connector.hpp"
-#include "exercise_support.hpp"
+#include "exercises/common/exercise_support.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/common/test_support.hpp"
 #include "rejection_mapping.hpp"
-#include "test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>

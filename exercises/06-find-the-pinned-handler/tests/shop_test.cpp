@@ -1,17 +1,17 @@
 // Graded tests of exercise 06. Each runs shop code on a carrier under the pinning detector
-// (lessons/02-fibers/pinning/), next to a ticker fiber that wants the carrier every 5 ms, so a
+// (lessons/instruments/pinning/), next to a ticker fiber that wants the carrier every 5 ms, so a
 // pin always has a victim and is reported. A failing test prints the detector's events: the
 // fiber, how long it held the carrier, what it was blocked in and the line of our code.
 //
 // Why the bounds are safe: the detector measures wall clock, so a busy machine stretches every
 // turn. The tests use a 100 ms threshold, far above such stalls; the pins here last 200 ms or
 // more, and fixed code holds the carrier for a millisecond at most.
-#include "connector.hpp"
-#include "exercise_support.hpp"
-#include "pinning_detector.hpp"
-#include "recording_detector.hpp"
+#include "exercises/common/exercise_support.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/common/test_support.hpp"
+#include "lessons/instruments/pinning/pinning_detector.hpp"
+#include "lessons/instruments/pinning/recording_detector.hpp"
 #include "shop.hpp"
-#include "test_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -20,7 +20,7 @@
 // Wake-ups are allowed up to 500 ms late, and a free carrier's ticker gap up to 150 ms; both take
 // a few ms.
 #include "epoll_scheduler.hpp"
-#include "exercise_support.hpp"
+#include "exercises/common/exercise_support.hpp"
 
 #include <catch2/catch.hpp>
 

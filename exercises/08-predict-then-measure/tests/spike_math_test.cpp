@@ -1,8 +1,8 @@
 // Graded tests of exercise 08: the queueing math of a spike, checked against worked examples.
 // Every expected figure below is derived in the comment beside it from the plan's inputs, the
 // way the exercise's README asks you to derive it. Nothing here runs a server or measures time.
+#include "lessons/common/test_support.hpp" // STEP()
 #include "spike_math.hpp"
-#include "test_support.hpp" // STEP()
 
 #include <catch2/catch.hpp>
 

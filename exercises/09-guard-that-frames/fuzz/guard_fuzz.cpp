@@ -5,8 +5,8 @@
 // which must read exactly the request line and headers the guard checked (the same property
 // the graded tests check, on inputs the fuzzer invents). A disagreement stops the fuzzer with
 // the story, and libFuzzer saves the input that caused it.
+#include "exercises/09-guard-that-frames/tests/parser_view.hpp"
 #include "head_guard.hpp"
-#include "parser_view.hpp"
 
 #include <cstdint>
 #include <cstdio>

@@ -1,9 +1,9 @@
 // Graded tests of exercise 09. Each head goes to your guard_head(); a head it admits goes on to
 // cpp-httplib 0.11.4's own parser (tests/parser_view.hpp), which must read exactly the request
 // line and headers the guard checked. No server, no socket, no clang: the parser runs in-process.
+#include "exercises/09-guard-that-frames/tests/parser_view.hpp"
 #include "head_guard.hpp"
-#include "parser_view.hpp"
-#include "test_support.hpp" // STEP()
+#include "lessons/common/test_support.hpp" // STEP()
 
 #include <catch2/catch.hpp>
 

@@ -8,7 +8,7 @@
 // A guard is safe only if, for every head it admits, the two readings are the same.
 #pragma once
 
-#include "request_guard.hpp" // spelled_out()
+#include "lessons/03-connector/guard/request_guard.hpp" // spelled_out()
 
 #include <httplib.h>
 

@@ -6,7 +6,7 @@
 // time on a busy machine, and lets the test decide when work ends instead of guessing. A
 // carrier held by the work shows as a ticker gap of the whole 300 ms; a free one, a few ms.
 #include "cpu_lane.hpp"
-#include "exercise_support.hpp"
+#include "exercises/common/exercise_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -10,7 +10,7 @@
 // a kept connection that breaks as it is used. close_idle() makes it close every connection that
 // waits for a request: a kept connection that dies while it sits idle in the client.
 #include "downstream_client.hpp"
-#include "exercise_support.hpp"
+#include "exercises/common/exercise_support.hpp"
 
 #include <catch2/catch.hpp>
 

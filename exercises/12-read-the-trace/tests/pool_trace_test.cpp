@@ -1,8 +1,8 @@
 // Graded tests of exercise 12. Two traces: tests/two_connections.json, made by hand, small enough
 // to check every answer on paper (the timeline below), and tests/lesson05_vt.json, an excerpt of
 // a real trace of lesson 05's server (how it was made, and where each answer comes from: below).
+#include "lessons/common/test_support.hpp"
 #include "pool_trace.hpp"
-#include "test_support.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "request_guard.hpp"
+#include "lessons/03-connector/guard/request_guard.hpp"
 
 #include <algorithm>
 #include <cstdio>

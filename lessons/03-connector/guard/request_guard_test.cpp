@@ -1,9 +1,9 @@
 // Tests of the request-head guard: first check_request_head on its own, byte by byte against
 // what RFC 9112 allows in a request head, then a real Connector on loopback fed the crafted
 // requests that walked past the guard when it split lines on CRLF and cpp-httplib on LF.
-#include "connector.hpp"
-#include "request_guard.hpp"
-#include "test_support.hpp"
+#include "lessons/03-connector/connector.hpp"
+#include "lessons/03-connector/guard/request_guard.hpp"
+#include "lessons/common/test_support.hpp"
 
 #include <catch2/catch.hpp>
 
