@@ -328,7 +328,7 @@ class GraderTest(unittest.TestCase):
         self.assertLessEqual(set(student_files(solution)), set(files), f"{name}: solution files")
         for f in files:
             if not (solution / f).exists():
-                self.assertTrue(f.endswith(".hpp") and f"TODO(ex" not in (exercise / f).read_text(),
+                self.assertTrue(f.endswith(".hpp") and "TODO(ex" not in (exercise / f).read_text(),
                                 f"solutions/{name} needs its own {f}")
                 continue
             self.assertFalse((solution / f).read_bytes() == (exercise / f).read_bytes(),

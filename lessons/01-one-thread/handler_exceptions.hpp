@@ -4,9 +4,8 @@
 // exception handler, it answers 500 and copies e.what() into an EXCEPTION_WHAT response header.
 // That text is for whoever runs the server, not for the client: it can name a file, a query or
 // a library's internals (lesson 08's said "[json.exception.type_error.316] invalid UTF-8
-// byte..."), and it tells a prober which input reached which code. Every server in this
-// repository installs the handler below: lessons 01 and 02 through serve_until_shutdown, every
-// server on the connector through HttpApp's constructor.
+// byte..."), and it tells a prober which input reached which code. So every server installs the
+// handler below.
 #pragma once
 
 #include <exception>

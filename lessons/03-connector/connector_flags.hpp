@@ -1,4 +1,4 @@
-// The command-line flags every connector-based server shares (lessons 03-06).
+// The command-line flags every connector-based server shares.
 #pragma once
 
 #include "lessons/03-connector/connector.hpp"

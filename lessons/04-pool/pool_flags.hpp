@@ -1,4 +1,4 @@
-// The command-line flags of every server with a database pool (lessons 04-06), and its start.
+// The command-line flags of every server with a database pool, and its start.
 #pragma once
 
 #include "lessons/04-pool/pg_pool.hpp"

@@ -1,5 +1,5 @@
 // A fiber-aware meeting point: each caller parks until `size` callers have arrived, then all
-// go on together. Lesson 08 uses it to make requests overlap for certain: a request that waits
+// go on together. It makes requests overlap for certain: a request that waits
 // here is parked while the others run, as it would be during a database call, but for exactly as
 // long as it takes the others to arrive, however slow the machine is.
 //

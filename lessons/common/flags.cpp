@@ -11,10 +11,18 @@
 
 namespace {
 
+// The whole text as a number, as strtod reads it (leading blanks, a sign, "1e3", "nan", "inf").
+bool read_double(const std::string& text, double& value) {
+    if (text.empty()) return false;
+    char* end = nullptr;
+    value = std::strtod(text.c_str(), &end);
+    return end == text.c_str() + text.size();
+}
+
 // Read as a double, so that "1e30" is out of range rather than not a number.
 double parse_integer(const std::string& text) {
     double value = 0;
-    if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value))
+    if (!read_double(text, value) || !std::isfinite(value))
         throw std::invalid_argument("'" + text + "' is not a number");
     if (value != std::floor(value)) throw std::invalid_argument("'" + text + "' is not an integer");
     return value;
@@ -55,7 +63,7 @@ std::chrono::milliseconds parse_duration(const std::string& text) {
     const auto digits_end = std::min(text.find_first_not_of("0123456789."), text.size());
     const auto unit = ms_per_unit.find(text.substr(digits_end));
     double value = 0;
-    if (unit == ms_per_unit.end() || !CLI::detail::lexical_cast(text.substr(0, digits_end), value))
+    if (unit == ms_per_unit.end() || !read_double(text.substr(0, digits_end), value))
         throw std::invalid_argument("'" + text + "' is not a duration (examples: 500ms, 30s, 2m)");
     const double ms = value * unit->second;
     if (!(ms <= longest_duration_ms))
@@ -133,7 +141,9 @@ Flags& Flags::add(const std::string& name, bool& value, const std::string& help)
 
 Flags& Flags::add(const std::string& name, std::string& value, std::vector<std::string> choices,
                   const std::string& help) {
-    const std::string list = CLI::detail::join(choices, "|");
+    std::string list;
+    for (std::size_t i = 0; i < choices.size(); ++i)
+        list += (i ? "|" : "") + choices[i];
     const auto set = [&value, choices, list](const std::string& text) {
         if (std::find(choices.begin(), choices.end(), text) == choices.end())
             throw std::invalid_argument("'" + text + "' is not one of " + list);
@@ -143,7 +153,7 @@ Flags& Flags::add(const std::string& name, std::string& value, std::vector<std::
 }
 
 std::string Flags::try_parse(const std::vector<std::string>& args) {
-    if (app_->get_option_no_throw("--print-config") == nullptr) // lessons 05-06 have their own
+    if (app_->get_option_no_throw("--print-config") == nullptr) // a program may add its own
         app_->add_flag("--print-config", print_config_,
                        "print every flag's value as --name=value lines and exit");
     try {

@@ -107,8 +107,8 @@ std::string get_request(const std::string& path);
 std::string body_of(const std::string& response);
 
 // When two clients that send one request each on a kept-alive connection, and then stay quiet,
-// got their answers (seconds after the first request went out). Lessons 01 and 02 use it to
-// show a worker or a carrier held by the first client's keep-alive wait.
+// got their answers (seconds after the first request went out): a worker or a carrier held by the
+// first client's keep-alive wait shows as a second answer that waited for it.
 struct KeepAliveRace {
     double first_at = 0, second_at = 0;
     int first_status = 0, second_status = 0;

@@ -1,10 +1,10 @@
-// A downstream service that misbehaves on purpose, for the tests of the HTTP client and of lesson
-// 07's inventory calls: it listens on 127.0.0.1 (a free port) and runs a script, on a thread of
-// its own, for every connection it accepts. A script talks to the client through a Peer, whose
-// waits all end when the FakeDownstream is destroyed: a script that floods "forever" ends with
-// its test. The scripts below are the hostile servers of issue 26 (case 5): each ends by itself
-// after `hostile_for` or `hostile_bytes`, so that a client that never gives up (the code before
-// the fix) fails its test instead of hanging it.
+// A downstream service that misbehaves on purpose, for the tests of an HTTP client: it listens on
+// 127.0.0.1 (a free port) and runs a script, on a thread of its own, for every connection it
+// accepts. A script talks to the client through a Peer, whose waits all end when the
+// FakeDownstream is destroyed: a script that floods "forever" ends with its test. The scripts
+// below are the hostile servers of issue 26 (case 5): each ends by itself after `hostile_for` or
+// `hostile_bytes`, so that a client that never gives up (the code before the fix) fails its test
+// instead of hanging it.
 #pragma once
 
 #include <atomic>

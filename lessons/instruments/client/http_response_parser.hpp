@@ -1,7 +1,7 @@
 // Frames one HTTP/1.1 response out of the bytes a client receives, and refuses what it cannot
-// frame for certain. The client side of "frame exactly like the parser" (DESIGN.md): a response
-// read one byte too short or too long leaves the rest to be taken for the next response on a
-// kept-alive connection, so anything whose end is in doubt is refused, never guessed:
+// frame for certain. A response read one byte too short or too long leaves the rest to be taken
+// for the next response on a kept-alive connection (request smuggling's twin on the client side),
+// so anything whose end is in doubt is refused, never guessed:
 //  * a head (status line and header lines, CRLF-terminated, up to the blank line) of at most
 //    max_response_head_bytes, with a status line "HTTP/1.x DDD[ reason]" and "name: value" lines
 //    free of control bytes; the body is Content-Length bytes (one header, digits only, at most

@@ -4,7 +4,7 @@
 // an address, such as a handler's lambda inside std::function: each becomes a frame of its own.
 //
 //   "clock_nanosleep (libc.so.6)"   a shared library: the name it exports
-//   "run at pindemo/pin_cases.cpp:41"   a function of this repository, relative to its root
+//   "run at pindemo/pin_cases.cpp:39"   a function of this repository, relative to its root
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// A finished spike read back from its two CSVs, for the tests that check a spike's shape (lessons
-// 05 and 06, the demo): rows by status, latencies, and the most the probe saw.
+// A finished spike read back from its two CSVs, for the tests that check a spike's shape: rows by
+// status, latencies, and the most the probe saw.
 #pragma once
 
 #include <map>
