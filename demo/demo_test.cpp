@@ -313,11 +313,16 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
     CHECK(gated.median_ms(503) < 1500);
     CHECK(gated.max_pool_pending <= pool_size);
 
-    // vt-ceiling: open connections plateau at max-connections, never above; the workers beyond
-    // it and the accept queue get no answer (a connect timeout or a response timeout).
+    // vt-ceiling: open connections plateau at max-connections, never above, and so does what is
+    // in flight. The 200 workers beyond it and the accept queue are not starved: each worker
+    // that backs off after a 500 is idle on its connection, and a waiting one takes its place
+    // (lesson 03's fair admission). Before that rule each of the 200 went unanswered about once
+    // (199 connect timeouts in the quick run of demo/README.md); now the first 500s, 3 s in,
+    // start making room, before a connect's third SYN retry, 7 s after its first try.
     CHECK(ceiling.max_connections <= ceiling_max_connections);
     CHECK(ceiling.max_connections >= ceiling_max_connections * 0.9);
-    CHECK(ceiling.count(-1) + ceiling.count(-3) > 0);
+    CHECK(ceiling.max_inflight <= ceiling_max_connections);
+    CHECK(ceiling.count(-1) + ceiling.count(-3) < (workers - ceiling_max_connections - 100) / 2);
 
     // The open loop on platform's server after its spike: 400 requests/s for 2 s on at most 200
     // connections. Every scheduled request has a row, however slow the server. The pool answers

@@ -120,7 +120,8 @@ def predicted(settings, run):
         p["inflight"] = (inside, "every open connection: threads-max is inert")
         p["connections"] = (inside, "every worker" if inside == workers else
                             f"max-connections; {workers - inside - settings.accept_count:g} "
-                            f"workers find no room even in the accept queue")
+                            f"workers find no room even in the accept queue until others "
+                            f"back off")
         p["pool_pending"] = (inside - settings.pool_size, "in flight - pool size")
         overflow = inside > settings.depth
         p["errors"] = (

@@ -16,6 +16,7 @@
 #include <iterator>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <set>
 #include <stdexcept>
 #include <sys/socket.h>
@@ -140,6 +141,7 @@ void Connector::start() {
     listen_fd_ = listen_on(options_.host, options_.port, options_.accept_count);
     port_ = bound_port(listen_fd_);
     sockets_by_carrier_.resize(static_cast<std::size_t>(options_.carriers));
+    idle_ = std::make_unique<IdleConnections>(static_cast<std::size_t>(options_.carriers));
     for (int i = 0; i < options_.carriers; ++i)
         carriers_.push_back(std::make_unique<Carrier>(
             options_.carrier_name + "-" + std::to_string(i),
@@ -156,13 +158,10 @@ void Connector::accept_loop(int listen_fd) {
     std::size_t next_carrier = 0;
     std::set<int> told; // the failures already explained on stderr
     while (!stopping_) {
-        {
-            std::unique_lock<boost::fibers::mutex> lock(slot_mutex_);
-            slot_freed_.wait(lock, [this] {
-                return open_.load() < options_.max_connections || stopping_.load();
-            });
+        if (open_.load() >= options_.max_connections) {
+            wait_for_room(listener);
+            continue;
         }
-        if (stopping_) break;
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             const int error = errno;
@@ -198,6 +197,37 @@ void Connector::accept_loop(int listen_fd) {
         carriers_[carrier]->spawn([this, fd, carrier] { serve_connection(fd, carrier); });
     }
     Reactor::current()->remove(listener);
+}
+
+// At max_connections, fair admission (idle_connections.hpp). Nothing is done until a newcomer
+// waits in the kernel's accept queue (a slot that frees meanwhile is taken when one comes); then
+// the connection idle longest gives way to it, or, when none is idle, the newcomer waits for a
+// connection to close or to fall idle. Returns when the acceptor should look again.
+void Connector::wait_for_room(Watch& listener) {
+    pollfd queue{listener.fd, POLLIN, 0};
+    int waiting = 0;
+    while ((waiting = ::poll(&queue, 1, 0)) < 0 && errno == EINTR) {
+    }
+    if (waiting == 0) {
+        wait_ready(listener, Direction::read, no_deadline); // a newcomer, or stop()
+        return;
+    }
+    const auto room = [this] {
+        return open_.load() < options_.max_connections || stopping_.load();
+    };
+    std::unique_lock<boost::fibers::mutex> lock(slot_mutex_);
+    if (room()) return;
+    if (idle_->evict_longest_idle()) {
+        idle_evictions_.fetch_add(1, std::memory_order_relaxed);
+        slot_freed_.wait(lock, room); // until the evicted connection has closed
+        return;
+    }
+    // Every connection is in a request (or before its first): the first to close or to fall
+    // idle wakes us. Set before idle_->any() looks, so that a connection that falls idle after
+    // that look sees it set (both sequentially consistent) and notifies.
+    waiting_for_idle_ = true;
+    slot_freed_.wait(lock, [&] { return room() || idle_->any(); });
+    waiting_for_idle_ = false;
 }
 
 // Reads the next request's head, before `deadline`, and checks it against the guard's limits.
@@ -240,7 +270,17 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
         // The keep-alive wait: a parked fiber, no thread.
         const Deadline next_request_by =
             served == 0 ? first_head_by : deadline_after(options_.keep_alive_timeout);
-        if (stream.wait_for_request(next_request_by) != FiberStream::Arrival::request) break;
+        bool evicted = false;
+        if (served == 0 || stream.has_buffered_input()) {
+            if (stream.wait_for_request(next_request_by) != FiberStream::Arrival::request) break;
+        } else {
+            // Answered and idle: a newcomer at max_connections may take this connection's place.
+            IdleConnections::Waiting idle(*idle_, carrier, fd);
+            if (waiting_for_idle_) wake_acceptor();
+            const FiberStream::Arrival arrival = stream.wait_for_request(next_request_by);
+            evicted = idle.end();
+            if (arrival != FiberStream::Arrival::request) break;
+        }
         std::optional<Refusal> refusal;
         const Deadline head_by =
             served == 0 ? first_head_by : deadline_after(options_.read_timeout);
@@ -255,7 +295,8 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
         }
         if (tracing())
             trace_label_fiber("conn %d %s", fd, method_and_target(stream.head()).c_str());
-        const bool last = ++served >= options_.keep_alive_requests || stopping_;
+        // A request that raced with its connection's eviction is answered, and is the last.
+        const bool last = ++served >= options_.keep_alive_requests || stopping_ || evicted;
         bool client_asked_to_close = false;
         // Parse, route, handle, respond: where that runs is the executor's choice.
         const bool keep_going = executor_([&] {
@@ -285,13 +326,15 @@ std::vector<std::pair<int, std::uint64_t>> Connector::refusals() const {
     return counted;
 }
 
+void Connector::wake_acceptor() {
+    std::lock_guard<boost::fibers::mutex> lock(slot_mutex_);
+    slot_freed_.notify_one();
+}
+
 void Connector::connection_closed() {
     const int left = open_.fetch_sub(1) - 1;
     trace_counter(options_.connections_counter, "value", left);
-    {
-        std::lock_guard<boost::fibers::mutex> lock(slot_mutex_);
-        slot_freed_.notify_one();
-    }
+    wake_acceptor();
     if (left == 0 && stopping_) {
         std::lock_guard<std::mutex> lock(drained_mutex_);
         drained_.notify_all();

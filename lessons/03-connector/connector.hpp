@@ -8,9 +8,11 @@
 // so an idle kept-alive connection costs a parked fiber (a few KiB) and no thread.
 //
 // Limits, and what happens at each:
-//  * max_connections: at the limit the acceptor stops calling accept(); new connections then
-//    wait in the kernel's accept queue (up to accept_count), and beyond that the kernel drops
-//    their SYNs and the clients retry. The server never holds more sockets than this.
+//  * max_connections: the server never holds more sockets than this. At the limit the acceptor
+//    stops calling accept(); new connections wait in the kernel's accept queue (up to
+//    accept_count), and beyond that the kernel drops their SYNs and the clients retry. While one
+//    waits there, the kept-alive connection idle longest gives way to it (fair admission,
+//    idle_connections.hpp): closed in its keep-alive wait, never in the middle of a request.
 //  * keep_alive_timeout: an idle connection with no next request within it is closed.
 //  * read_timeout: a request head that does not arrive completely within it is answered
 //    408 and closed, so half-sent requests cannot hold connections forever. For a connection's
@@ -26,6 +28,7 @@
 #include "lessons/02-fibers/carrier.hpp"
 #include "lessons/03-connector/guard/request_guard.hpp"
 #include "lessons/03-connector/http_app.hpp"
+#include "lessons/03-connector/idle_connections.hpp"
 #include "lessons/03-connector/reactor.hpp"
 
 #include <array>
@@ -94,6 +97,9 @@ public:
     // Connections accepted and not yet closed.
     int open_connections() const { return open_.load(std::memory_order_relaxed); }
 
+    // Kept-alive connections closed so far to make room for a newcomer at max_connections.
+    std::uint64_t idle_evictions() const { return idle_evictions_.load(std::memory_order_relaxed); }
+
     // The requests the connector answered itself, refusing them before the app saw them (400,
     // 408, 413, 431 ...): how many of each status so far, statuses never refused left out.
     std::vector<std::pair<int, std::uint64_t>> refusals() const;
@@ -114,10 +120,12 @@ private:
     struct ConnectionLease;
 
     void accept_loop(int listen_fd);
+    void wait_for_room(Watch& listener);
     void serve_connection(int fd, std::size_t carrier);
     bool read_checked_head(FiberStream& stream, Deadline deadline,
                            std::optional<Refusal>& refusal) const;
     void connection_closed();
+    void wake_acceptor();
     static std::size_t refusal_slot(int status);
     void join_carriers();
 
@@ -131,9 +139,14 @@ private:
     std::atomic<int> open_{0};
     // Refusals by status: slot i counts status 400 + i (every refusal is a 4xx).
     std::array<std::atomic<std::uint64_t>, 100> refused_{};
-    // The acceptor parks here while max_connections are open; closing connections notify it.
+    // The acceptor parks here while max_connections are open and a newcomer waits: closing
+    // connections notify it, and so do connections falling idle while no idle one was there.
     boost::fibers::mutex slot_mutex_;
     boost::fibers::condition_variable slot_freed_;
+    std::atomic<bool> waiting_for_idle_{false};
+    // Fair admission at the limit: the connections in their keep-alive wait, by carrier.
+    std::unique_ptr<IdleConnections> idle_;
+    std::atomic<std::uint64_t> idle_evictions_{0};
     // Open sockets per carrier, touched only by that carrier's fibers: stop() sends each carrier
     // a fiber that shuts its idle connections down.
     std::vector<std::unordered_set<int>> sockets_by_carrier_;

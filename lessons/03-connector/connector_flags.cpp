@@ -21,7 +21,8 @@ void add_connector_flags(Flags& flags, ConnectorOptions& options) {
              "carrier threads running the fibers; 0: one per core")
         .add("max-connections", options.max_connections, 1, most_connections,
              "open connections at most; at the limit the server stops accepting and new "
-             "connections wait in the kernel's accept queue")
+             "connections wait in the kernel's accept queue, where each one that waits takes "
+             "the place of the kept-alive connection idle longest between its requests")
         .add("accept-count", options.accept_count, 1, most_accept_count,
              "the kernel's accept queue (listen backlog): connections waiting beyond "
              "max-connections; past it the kernel drops them and clients retry")

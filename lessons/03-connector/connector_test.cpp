@@ -2,17 +2,20 @@
 // loopback, and RawConnection (a blocking client) to send exact bytes and read exact answers.
 #include "lessons/02-fibers/fiber_sleep.hpp"
 #include "lessons/03-connector/connector.hpp"
+#include "lessons/common/fiber_latch.hpp"
 #include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <memory>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -30,6 +33,9 @@ struct TestServer {
     std::shared_future<void> unpinned = unpin.get_future().share();
     std::atomic<bool> pinned{false};
     std::atomic<bool> released{false};
+    // GET /hold parks its fiber (not its carrier) until the test opens `hold`.
+    Latch hold;
+    std::atomic<int> holding{0};
 
     explicit TestServer(ConnectorOptions options = {}) {
         options.port = 0;
@@ -57,6 +63,11 @@ struct TestServer {
             unpinned.wait(); // a thread-blocking wait: every fiber of this carrier stops
             res.set_content("unpinned\n", "text/plain");
         });
+        app.Get("/hold", [this](const httplib::Request&, httplib::Response& res) {
+            ++holding;
+            hold.wait();
+            res.set_content("held\n", "text/plain");
+        });
         connector = std::make_unique<Connector>(app, options);
         connector->start();
     }
@@ -65,7 +76,10 @@ struct TestServer {
     void unpin_carrier() {
         if (!released.exchange(true)) unpin.set_value();
     }
-    ~TestServer() { unpin_carrier(); }
+    ~TestServer() {
+        unpin_carrier();
+        hold.open();
+    }
     int port() const { return connector->port(); }
 };
 
@@ -374,6 +388,138 @@ TEST_CASE("at max-connections the server stops accepting until a connection clos
     const std::string response = third.receive_response(5s);
     STEP("the first connection closed; the third got: " << response.substr(0, response.find('\r')));
     CHECK(status_of(response) == 200);
+}
+
+namespace {
+
+// Fair admission at the limit (idle_connections.hpp). One carrier in the first three: a fiber
+// runs until it parks, so the connection answered first is the first in its keep-alive wait,
+// whatever the machine's speed. Neither the keep-alive timeout nor the request count closes a
+// connection meanwhile: only the rule can make room.
+ConnectorOptions at_the_limit(int max_connections, int carriers = 1) {
+    ConnectorOptions options;
+    options.max_connections = max_connections;
+    options.carriers = carriers;
+    options.keep_alive_timeout = 60s;
+    options.keep_alive_requests = 1'000'000;
+    return options;
+}
+
+} // namespace
+
+TEST_CASE("at max-connections a newcomer takes the place of the connection idle longest",
+          "[lesson03][connector][admission]") {
+    TestServer server(at_the_limit(3));
+    RawConnection first(server.port()), second(server.port()), third(server.port());
+    for (RawConnection* client : {&first, &second, &third}) {
+        REQUIRE(client->send(get_request("/hello")));
+        REQUIRE(status_of(client->receive_response(5s)) == 200);
+    }
+    STEP("three connections answered in turn and kept alive: the limit");
+    RawConnection newcomer(server.port());
+    REQUIRE(newcomer.send(get_request("/hello")));
+    const std::string response = newcomer.receive_response(10s);
+    STEP("a fourth connection asked; it got: " << response.substr(0, response.find('\r')));
+    CHECK(status_of(response) == 200);
+    CHECK(first.closed_by_peer(5s));
+    CHECK(server.connector->idle_evictions() == 1);
+    STEP("the first, idle longest, was closed; the other two still serve");
+    for (RawConnection* client : {&second, &third}) {
+        REQUIRE(client->send(get_request("/hello")));
+        CHECK(status_of(client->receive_response(5s)) == 200);
+    }
+    CHECK(server.connector->open_connections() <= 3);
+}
+
+TEST_CASE("a connection in the middle of a request is never closed to make room",
+          "[lesson03][connector][admission]") {
+    TestServer server(at_the_limit(2));
+    RawConnection busy(server.port()); // the oldest connection, but inside a request
+    REQUIRE(busy.send(get_request("/hold")));
+    REQUIRE(eventually([&] { return server.holding == 1; }));
+    RawConnection idle(server.port());
+    REQUIRE(idle.send(get_request("/hello")));
+    REQUIRE(status_of(idle.receive_response(5s)) == 200);
+    STEP("one connection held inside GET /hold, one answered and idle: the limit");
+    RawConnection newcomer(server.port());
+    REQUIRE(newcomer.send(get_request("/hello")));
+    CHECK(status_of(newcomer.receive_response(10s)) == 200);
+    CHECK(idle.closed_by_peer(5s));
+    STEP("a newcomer was answered in the idle one's place");
+    RawConnection next(server.port()); // the newcomer, answered, is the idle one now
+    REQUIRE(next.send(get_request("/hello")));
+    CHECK(status_of(next.receive_response(10s)) == 200);
+    CHECK(newcomer.closed_by_peer(5s));
+    CHECK(server.connector->idle_evictions() == 2);
+    STEP("and the next in the newcomer's place");
+    server.hold.open();
+    const std::string held = busy.receive_response(5s);
+    STEP("GET /hold released; it got: " << held.substr(0, held.find('\r')));
+    CHECK(body_of(held) == "held\n");
+}
+
+TEST_CASE("with no connection idle, a newcomer waits until one is, then takes its place",
+          "[lesson03][connector][admission]") {
+    TestServer server(at_the_limit(1));
+    RawConnection busy(server.port());
+    REQUIRE(busy.send(get_request("/hold")));
+    REQUIRE(eventually([&] { return server.holding == 1; }));
+    RawConnection newcomer(server.port());
+    REQUIRE(newcomer.send(get_request("/hello")));
+    CHECK(newcomer.receive_response(300ms).empty());
+    CHECK(server.connector->idle_evictions() == 0);
+    STEP("the only connection is inside GET /hold: the newcomer waits, nobody is closed");
+    server.hold.open();
+    CHECK(body_of(busy.receive_response(5s)) == "held\n");
+    const std::string response = newcomer.receive_response(10s);
+    STEP("GET /hold answered, its connection idle; the newcomer got: "
+         << response.substr(0, response.find('\r')));
+    CHECK(status_of(response) == 200);
+    CHECK(busy.closed_by_peer(5s));
+    CHECK(server.connector->idle_evictions() == 1);
+}
+
+TEST_CASE("a scraper gets its answer through chatty clients that hold every connection",
+          "[lesson03][connector][admission]") {
+    // Issue 38: clients that each send a request every little while hold max-connections,
+    // idle between their requests; a scraper on a new connection waited behind them for good.
+    constexpr int limit = 8;
+    TestServer server(at_the_limit(limit, 2)); // two carriers: the oldest may be on either
+    std::vector<std::unique_ptr<RawConnection>> chatty;
+    for (int i = 0; i < limit; ++i) {
+        chatty.push_back(std::make_unique<RawConnection>(server.port()));
+        REQUIRE(chatty.back()->send(get_request("/hello")));
+        REQUIRE(status_of(chatty.back()->receive_response(5s)) == 200);
+    }
+    STEP(limit << " kept-alive clients answered: the limit; each now asks every 20 ms");
+    std::atomic<bool> stop{false};
+    std::atomic<int> answers{0}, most_open{0};
+    std::thread chatter([&] {
+        std::vector<bool> open(chatty.size(), true);
+        while (!stop) {
+            for (std::size_t i = 0; i < chatty.size(); ++i) {
+                if (!open[i]) continue;
+                open[i] = chatty[i]->send(get_request("/hello")) &&
+                          status_of(chatty[i]->receive_response(5s)) == 200;
+                answers += open[i];
+                most_open = std::max(most_open.load(), server.connector->open_connections());
+            }
+            std::this_thread::sleep_for(20ms);
+        }
+    });
+    const auto start = std::chrono::steady_clock::now();
+    RawConnection scraper(server.port());
+    const bool sent = scraper.send(get_request("/hello"));
+    const std::string response = scraper.receive_response(10s);
+    const double waited = seconds_since(start);
+    stop = true;
+    chatter.join();
+    STEP("the scraper got '" << response.substr(0, response.find('\r')) << "' after " << waited
+                             << " s; the chatty clients had " << answers << " answers");
+    CHECK(sent);
+    CHECK(status_of(response) == 200);
+    CHECK(server.connector->idle_evictions() >= 1);
+    CHECK(most_open <= limit);
 }
 
 TEST_CASE("a thousand silent half-requests do not stop others being served",

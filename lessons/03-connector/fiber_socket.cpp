@@ -40,6 +40,18 @@ FiberSocket::~FiberSocket() {
     ::close(watch_.fd);
 }
 
+void FiberSocket::leave_reactor() {
+    if (watch_.reactor == nullptr) return;
+    watch_.reactor->remove(watch_);
+    // Edges seen while registered: joining again reports whatever is ready then.
+    watch_.readable = watch_.writable = false;
+}
+
+void FiberSocket::join_reactor() {
+    if (watch_.reactor != nullptr) return;
+    if (Reactor* reactor = Reactor::current()) reactor->add(watch_);
+}
+
 int FiberSocket::try_connect(const std::string& host, int port, Deadline deadline,
                              std::string& error) {
     // Closes `fd` (if any) and fails with `text` and errno `code`.

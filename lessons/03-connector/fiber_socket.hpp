@@ -43,6 +43,14 @@ public:
 
     int fd() const { return watch_.fd; }
 
+    // For a connection kept idle between uses (a client's kept connection): leave_reactor()
+    // unregisters it from its carrier's reactor, on that carrier, after which any thread may
+    // close it (a timer that closes idle connections: the reactor holds no pointer to it any
+    // more); join_reactor() registers it with the calling carrier's reactor again, if the caller
+    // runs on one, before it is used. Readiness that came meanwhile is reported on joining.
+    void leave_reactor();
+    void join_reactor();
+
     // Addresses, looked up once: cpp-httplib asks for both on every request.
     void remote_address(std::string& ip, int& port);
     void local_address(std::string& ip, int& port);

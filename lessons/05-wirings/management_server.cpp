@@ -21,9 +21,11 @@ ConnectorOptions management_options(const std::string& host, int port) {
     options.carrier_name = "management";
     options.connections_counter = "management.connections";
     // Any cap can be filled by a client that keeps opening connections; the timeouts below decide
-    // how dear that is. Each connection must send a request within 2 s of the last (or of its
-    // accept), so holding all 1,024 takes 500 new connections or requests a second. A parked
-    // connection costs ~13 KiB; beyond the cap, the kernel's accept queue holds new ones.
+    // how dear that is. A connection that has sent no request must send one within 2 s of its
+    // accept, so holding all 1,024 that way takes 500 new connections a second. Holding them with
+    // requests does not work: at the cap, a newcomer in the kernel's accept queue takes the place
+    // of the connection idle longest between its requests (fair admission, lesson 03). A parked
+    // connection costs ~13 KiB.
     options.max_connections = 1024;
     options.accept_count = 128;
     // A whole request head within 2 s, or 408 and closed: a slow client cannot hold a connection
@@ -102,6 +104,10 @@ std::string ManagementServer::metrics() const {
         collect(text);
     text.gauge("management_connections_current", "Open connections to the management port.",
                connector_.open_connections());
+    text.counter("management_idle_evictions_total",
+                 "Kept-alive connections to the management port closed in their keep-alive wait "
+                 "to let a newcomer in at its 1,024 connections (the one idle longest each time).",
+                 static_cast<double>(connector_.idle_evictions()));
     collect_refusals(connector_, "management_refusals_total",
                      "Requests the management port refused itself (malformed, too slow, with a "
                      "body), by status and reason.",

@@ -350,6 +350,58 @@ TEST_CASE("clients that trickle a request byte by byte cannot keep /metrics from
     CHECK(status_of(second.answer()) == 408);
 }
 
+TEST_CASE("a scraper gets /metrics through chatty clients that hold every management connection",
+          "[lesson05][management]") {
+    // Issue 38: clients each sending GET /metrics every second or so filled the port's 1,024
+    // connections, and a scraper on a new connection waited behind them for good. At the cap,
+    // the connection idle longest between its requests now gives way to the newcomer.
+    constexpr int cap = 1024; // management_server.cpp
+    ManagementServer management("127.0.0.1", 0, nullptr);
+    management.start();
+    // One thread opens the clients one by one and asks each again once its last answer is
+    // 500 ms old: well inside the port's 2 s keep-alive timeout, so that none is closed for
+    // idling (nor, at 100 requests each, for its request count) while the scraper waits.
+    using Clock = std::chrono::steady_clock;
+    std::vector<std::unique_ptr<RawConnection>> chatty;
+    std::vector<Clock::time_point> asked;
+    std::atomic<int> connected{0};
+    std::atomic<bool> stop{false};
+    auto ask = [&](std::size_t i) {
+        asked[i] = Clock::now();
+        return chatty[i]->send(get_request("/metrics")) &&
+               status_of(chatty[i]->receive_response(10s)) == 200;
+    };
+    std::thread chatter([&] {
+        chatty.reserve(cap);
+        asked.reserve(cap);
+        std::vector<bool> open;
+        while (!stop) {
+            if (chatty.size() < cap) {
+                chatty.push_back(std::make_unique<RawConnection>(management.port()));
+                asked.push_back(Clock::now());
+                open.push_back(ask(chatty.size() - 1));
+                connected += open.back();
+            }
+            for (std::size_t i = 0; i < chatty.size() && !stop; ++i)
+                if (open[i] && Clock::now() - asked[i] >= 500ms) open[i] = ask(i);
+        }
+    });
+    const bool all_in = eventually([&] { return connected == cap; }, 60s);
+    STEP(connected << " kept-alive clients answered, each asking again every 500 ms: the cap");
+    RawConnection scraper(management.port());
+    const bool sent = scraper.send(get_request("/metrics"));
+    const std::string response = scraper.receive_response(10s);
+    stop = true;
+    chatter.join();
+    STEP("the scraper got: " << response.substr(0, response.find('\r')));
+    REQUIRE(all_in);
+    CHECK(sent);
+    CHECK(status_of(response) == 200);
+    const std::string body = body_of(response);
+    CHECK(metric_value(body, "management_idle_evictions_total").value_or(0) >= 1);
+    CHECK(metric_value(body, "management_connections_current").value_or(cap + 1) <= cap);
+}
+
 TEST_CASE("the management port refuses a request body before reading it",
           "[lesson05][management]") {
     ManagementServer management("127.0.0.1", 0, nullptr);

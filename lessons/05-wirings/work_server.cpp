@@ -99,6 +99,10 @@ void WorkServer::add_metrics() {
         out.gauge("connector_accept_count",
                   "The kernel's accept queue (listen backlog) behind max connections.",
                   connector_->options().accept_count);
+        out.counter("connector_idle_evictions_total",
+                    "Kept-alive connections closed in their keep-alive wait to let a newcomer in "
+                    "at max connections (the one idle longest each time).",
+                    static_cast<double>(connector_->idle_evictions()));
         collect_refusals(*connector_, "connector_refusals_total",
                          "Requests the connector answered itself, before the application saw "
                          "them (malformed, too slow, too large), by status and reason.",

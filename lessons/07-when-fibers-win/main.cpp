@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
     std::string inventory_url = "http://127.0.0.1:8090/benchmark";
     // The inventory answers in ~100 ms; one that takes 5 s is down, and the answer is 502.
     std::chrono::milliseconds inventory_timeout{5000};
+    // What the calls may buffer (inventory_client.hpp says why these sizes).
+    const ResponseCaps caps;
+    int inventory_max_body = static_cast<int>(caps.max_body_bytes);
+    int inventory_memory_budget = static_cast<int>(caps.memory_budget_bytes);
     Flags flags("lesson07", "GET /orders/{id}: an indexed lookup through the pool, then a call to "
                             "the inventory service at --inventory-url, in the wiring --profile "
                             "names; /health and /metrics on --management-port.");
@@ -32,14 +36,26 @@ int main(int argc, char** argv) {
              "the downstream service every order asks (http://IPv4:PORT/path, kept connections)")
         .add("inventory-timeout", inventory_timeout, std::chrono::milliseconds(1),
              std::chrono::hours(1),
-             "an inventory answer that takes longer fails the order with 502");
+             "an inventory answer that takes longer fails the order with 502")
+        // Up to the HTTP client's own limit (1 MiB); a budget from one answer's head to 1 GiB.
+        .add("inventory-max-body", inventory_max_body, 0, static_cast<int>(max_response_body_bytes),
+             "bytes of an inventory answer's body at most (lesson 03's /benchmark sends 109); a "
+             "larger one fails the order with 502 as soon as its head says so")
+        .add("inventory-memory-budget", inventory_memory_budget,
+             static_cast<int>(caps.max_head_bytes), 1 << 30,
+             "bytes of inventory answers all orders may hold at once; an order whose answer "
+             "would pass it fails with 502 at once");
     PinningFlags pinning(flags); // --detect-pinning (lesson 02)
     TraceFlags trace(flags);     // --trace FILE (lesson 02)
     flags.parse(argc, argv);
 
     std::unique_ptr<InventoryClient> inventory;
     try {
-        inventory = std::make_unique<InventoryClient>(inventory_url, inventory_timeout);
+        ResponseCaps chosen = caps;
+        chosen.max_body_bytes = static_cast<std::size_t>(inventory_max_body);
+        chosen.memory_budget_bytes = static_cast<std::size_t>(inventory_memory_budget);
+        inventory = std::make_unique<InventoryClient>(inventory_url, inventory_timeout,
+                                                      IdleLimits{}, chosen);
     } catch (const std::invalid_argument& e) {
         fail("lesson07", std::string("--inventory-url: ") + e.what() + " (try --help)", 2);
     }
@@ -48,9 +64,21 @@ int main(int argc, char** argv) {
                       // server's own.
                       {{"inventory", inventory_url.substr(std::string("http://").size())},
                        {"inventory_timeout", format_duration(inventory_timeout)},
+                       {"inventory_max_body", std::to_string(inventory_max_body)},
+                       {"inventory_memory_budget", std::to_string(inventory_memory_budget)},
                        // The scaling checkpoint gives pgbench the same two round trips.
                        {"summary_query_1", orders_query},
                        {"summary_query_2", recent_orders_query}});
+    server.management().add_metrics([&inventory = *inventory](MetricsText& out) {
+        out.gauge("inventory_buffered_bytes",
+                  "Bytes of inventory answers the calls in progress hold (at most "
+                  "--inventory-memory-budget).",
+                  static_cast<double>(inventory.buffered_bytes()));
+        out.counter("inventory_over_budget_total",
+                    "Orders answered 502 because their inventory answer would have passed "
+                    "--inventory-memory-budget.",
+                    static_cast<double>(inventory.over_budget()));
+    });
     add_orders_route(server.app(), server.pool(), *inventory);
     add_summary_route(server.app(), server.pool());
     server.run();

@@ -61,7 +61,7 @@ bool HttpClientConnection::read_response(ResponseParser& parser, Deadline deadli
         }
         if (parser.state() == ResponseParser::State::complete) return true;
         if (parser.state() == ResponseParser::State::refused) {
-            failure = {Kind::transport, parser.error()};
+            failure = {parser.over_budget() ? Kind::over_budget : Kind::transport, parser.error()};
             return false;
         }
         // A receive() waits with the deadline, but a server whose bytes never stop coming never
@@ -84,7 +84,8 @@ HttpResponse HttpClientConnection::get(const std::string& path, Deadline deadlin
 }
 
 bool HttpClientConnection::try_get(const std::string& path, Deadline deadline,
-                                   HttpResponse& response, HttpClientFailure& failure) {
+                                   HttpResponse& response, HttpClientFailure& failure,
+                                   const ResponseLimits& limits) {
     if (!usable_) {
         failure = {Kind::transport, "this connection failed or was closed before: open another"};
         return false;
@@ -97,7 +98,7 @@ bool HttpClientConnection::try_get(const std::string& path, Deadline deadline,
                                      : HttpClientFailure{Kind::transport, std::strerror(errno)};
         return false;
     }
-    ResponseParser parser;
+    ResponseParser parser(limits.max_head_bytes, limits.max_body_bytes, limits.budget);
     if (!read_response(parser, deadline, failure)) return false;
     response = std::move(parser.response());
     usable_ = response.keep_alive;

@@ -16,9 +16,10 @@
 #include <stdexcept>
 #include <string>
 
-// Why a request failed, by kind, so that a caller can count each kind apart.
+// Why a request failed, by kind, so that a caller can count each kind apart. over_budget: the
+// response would have passed the ResponseBudget the call was given (ResponseLimits).
 struct HttpClientError : std::runtime_error {
-    enum class Kind { connect_timeout, response_timeout, transport };
+    enum class Kind { connect_timeout, response_timeout, transport, over_budget };
     HttpClientError(Kind kind, const std::string& what) : std::runtime_error(what), kind(kind) {}
     Kind kind;
 };
@@ -27,6 +28,14 @@ struct HttpClientError : std::runtime_error {
 struct HttpClientFailure {
     HttpClientError::Kind kind = HttpClientError::Kind::transport;
     std::string what;
+};
+
+// What one call may read: its head and body at most (a client that knows what its server sends
+// sizes them to it), and the budget it shares with other calls, if any.
+struct ResponseLimits {
+    std::size_t max_head_bytes = max_response_head_bytes;
+    std::size_t max_body_bytes = max_response_body_bytes;
+    ResponseBudget* budget = nullptr;
 };
 
 class HttpClientConnection {
@@ -45,12 +54,19 @@ public:
     static std::unique_ptr<HttpClientConnection>
     open(const std::string& host, int port, Deadline deadline, HttpClientFailure& failure);
     bool try_get(const std::string& path, Deadline deadline, HttpResponse& response,
-                 HttpClientFailure& failure);
+                 HttpClientFailure& failure, const ResponseLimits& limits = {});
 
     // False when the server has closed this kept-alive connection while it sat idle (or sent
     // bytes nobody asked for): a request sent on it would fail without reaching the server.
     // Looks without waiting. A close that races with the next request still fails that request.
     bool still_open();
+
+    // A kept connection between calls: set_aside() takes its socket off its carrier's reactor
+    // (call it on that carrier), so that any thread may close it, a timer that closes idle
+    // connections included; take_up() puts it on the calling carrier's reactor before the next
+    // call (FiberSocket::leave_reactor says why).
+    void set_aside() { socket_->leave_reactor(); }
+    void take_up() { socket_->join_reactor(); }
 
 private:
     HttpClientConnection(const std::string& host, int port, int fd);

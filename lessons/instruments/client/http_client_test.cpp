@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <future>
+#include <memory>
 #include <thread>
 #include <unistd.h>
 
@@ -157,6 +158,33 @@ TEST_CASE("a response whose end is in doubt is refused, however the server spell
     CHECK_FALSE(answer.answered);
     CHECK(answer.failure.kind == Kind::transport);
     CHECK_FALSE(answer.usable_after);
+}
+
+TEST_CASE("parsers that share a budget hold no more than it, and give back what they took",
+          "[lesson03][client]") {
+    const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n"; // 38 bytes
+    ResponseBudget budget(100);
+    auto first =
+        std::make_unique<ResponseParser>(max_response_head_bytes, max_response_body_bytes, &budget);
+    CHECK(first->feed(head + std::string(10, 'x')) == head.size() + 10);
+    STEP("a head announcing 50 bytes, and 10 of them: " << budget.in_use() << " bytes held");
+    CHECK(budget.in_use() == head.size() + 50); // the head, and the whole body at once
+    {
+        ResponseParser second(max_response_head_bytes, max_response_body_bytes, &budget);
+        second.feed(head);
+        STEP("a second response on the same budget: " << second.error());
+        CHECK(second.state() == ResponseParser::State::refused);
+        CHECK(second.over_budget());
+        CHECK(second.error() ==
+              "over the memory budget of 100 bytes that responses may hold at once");
+    }
+    CHECK(budget.refusals() == 1);
+    CHECK(budget.in_use() == head.size() + 50); // the refused one holds nothing
+    CHECK(first->feed(std::string(40, 'x')) == 40);
+    CHECK(first->state() == ResponseParser::State::complete);
+    CHECK(budget.in_use() == head.size() + 50);
+    first.reset();
+    CHECK(budget.in_use() == 0);
 }
 
 TEST_CASE("a response framed by the close, by 204, or followed by stray bytes is not kept",

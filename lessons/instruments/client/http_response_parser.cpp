@@ -42,6 +42,33 @@ std::string shown(string_view line) {
 
 } // namespace
 
+bool ResponseBudget::take(std::size_t bytes) {
+    std::size_t used = in_use_.load(std::memory_order_relaxed);
+    do {
+        if (bytes > limit_ - std::min(used, limit_)) {
+            refusals_.fetch_add(1, std::memory_order_relaxed);
+            return false;
+        }
+    } while (!in_use_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+    return true;
+}
+
+ResponseParser::~ResponseParser() {
+    if (budget_ != nullptr) budget_->give_back(charged_);
+}
+
+bool ResponseParser::charge(std::size_t bytes) {
+    if (budget_ == nullptr || bytes == 0) return true;
+    if (!budget_->take(bytes)) {
+        over_budget_ = true;
+        refuse("over the memory budget of " + std::to_string(budget_->limit()) +
+               " bytes that responses may hold at once");
+        return false;
+    }
+    charged_ += bytes;
+    return true;
+}
+
 std::size_t ResponseParser::room() const {
     if (state_ != State::more) return 0;
     if (!head_done_) return max_head_ - head_.size();
@@ -59,11 +86,14 @@ std::size_t ResponseParser::feed(string_view bytes) {
                 refuse("a response body over " + std::to_string(max_body_) + " bytes");
                 break;
             }
+            // A body of a Content-Length was charged whole when the head announced it.
+            if (until_close_ && !charge(take)) break;
             response_.body.append(bytes.data() + taken, take);
             taken += take;
             if (!until_close_ && response_.body.size() == body_size_) state_ = State::complete;
             continue;
         }
+        if (!charge(take)) break;
         head_.append(bytes.data() + taken, take);
         taken += take;
         // Only the new bytes are searched (and three before them, for a blank line that arrived
@@ -77,8 +107,13 @@ std::size_t ResponseParser::feed(string_view bytes) {
             continue;
         }
         // What came after the blank line is the body's: give it back, the loop takes it again.
-        taken -= head_.size() - (blank + 4);
+        const std::size_t surplus = head_.size() - (blank + 4);
+        taken -= surplus;
         head_.resize(blank + 4);
+        if (budget_ != nullptr) {
+            budget_->give_back(surplus);
+            charged_ -= surplus;
+        }
         head_done_ = true;
         parse_head();
     }
@@ -174,4 +209,7 @@ void ResponseParser::parse_head() {
         response_.keep_alive = false;
     }
     if (!until_close_ && body_size_ == 0) state_ = State::complete;
+    // The body's whole length now, at once: a response that cannot fit is refused before a byte
+    // of its body is read, and the body's buffer takes exactly that much.
+    if (!until_close_ && body_size_ > 0 && charge(body_size_)) response_.body.reserve(body_size_);
 }

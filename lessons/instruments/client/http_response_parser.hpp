@@ -11,9 +11,16 @@
 //    responses, a second Content-Length, anything over a limit, and every malformed line.
 // It owns no socket: feed() it the bytes as they come, in any pieces. The connection's reads
 // are sized by room(), so nothing past a limit or past the response is ever read.
+//
+// A parser may also charge what it holds to a ResponseBudget that many calls share: the bytes it
+// buffers, and a body's whole Content-Length as soon as the head announces it. A response that
+// would pass the budget is refused there and then, and the parser gives back what it took when it
+// is destroyed.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -32,14 +39,44 @@ constexpr std::size_t max_response_head_bytes = 16 * 1024;
 // runs to the close is refused when it passes the limit.
 constexpr std::size_t max_response_body_bytes = 1024 * 1024;
 
+// Bytes of responses that all the calls sharing it may hold at once: a client's memory budget,
+// which no number of concurrent calls can pass. Thread-safe: calls on every carrier and thread
+// take from it and give back to it.
+class ResponseBudget {
+public:
+    explicit ResponseBudget(std::size_t bytes) : limit_(bytes) {}
+    ResponseBudget(const ResponseBudget&) = delete;
+    ResponseBudget& operator=(const ResponseBudget&) = delete;
+
+    // Takes `bytes`, or nothing and false when that would pass the limit.
+    bool take(std::size_t bytes);
+    void give_back(std::size_t bytes) { in_use_.fetch_sub(bytes, std::memory_order_relaxed); }
+
+    std::size_t limit() const { return limit_; }
+    std::size_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
+    // How many takes it refused so far: responses refused for want of room.
+    std::uint64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
+
+private:
+    const std::size_t limit_;
+    std::atomic<std::size_t> in_use_{0};
+    std::atomic<std::uint64_t> refusals_{0};
+};
+
 class ResponseParser {
 public:
     enum class State { more, complete, refused };
 
-    // Other limits than the client's are for tests and the fuzz target, which need small ones.
+    // Other limits than the client's are for tests and the fuzz target, which need small ones,
+    // and for a client that knows what its server sends (lesson 07's inventory client). With a
+    // `budget`, what the parser holds is charged to it (see above).
     explicit ResponseParser(std::size_t max_head = max_response_head_bytes,
-                            std::size_t max_body = max_response_body_bytes)
-        : max_head_(max_head), max_body_(max_body) {}
+                            std::size_t max_body = max_response_body_bytes,
+                            ResponseBudget* budget = nullptr)
+        : max_head_(max_head), max_body_(max_body), budget_(budget) {}
+    ~ResponseParser();
+    ResponseParser(const ResponseParser&) = delete;
+    ResponseParser& operator=(const ResponseParser&) = delete;
 
     // Takes bytes that arrived, up to the end of the response, and returns how many it took:
     // fewer than `bytes.size()` only when the response is complete (the rest is not part of
@@ -56,13 +93,20 @@ public:
     HttpResponse& response() { return response_; } // once complete
     const HttpResponse& response() const { return response_; }
     const std::string& error() const { return error_; } // once refused: one line
+    // Refused because the budget had no room for the response (error() says so too).
+    bool over_budget() const { return over_budget_; }
     std::size_t buffered() const { return head_.size() + response_.body.size(); }
 
 private:
     void parse_head();
     void refuse(const std::string& why);
+    // Charges `bytes` to the budget, if any; refuses the response when it has no room.
+    bool charge(std::size_t bytes);
 
     std::size_t max_head_, max_body_;
+    ResponseBudget* budget_;
+    std::size_t charged_ = 0; // what this response holds of the budget
+    bool over_budget_ = false;
     State state_ = State::more;
     std::string head_;         // bytes of the head, up to and including the blank line
     std::size_t searched_ = 0; // bytes of head_ already searched for the blank line

@@ -11,6 +11,7 @@ int sentinel_for(const HttpClientFailure& failure) {
     case HttpClientError::Kind::response_timeout:
         return sentinel::response_timeout;
     case HttpClientError::Kind::transport:
+    case HttpClientError::Kind::over_budget: // the spike gives its calls no budget
         return sentinel::transport_error;
     }
     return sentinel::transport_error;
