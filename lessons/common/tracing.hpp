@@ -1,7 +1,7 @@
 // The tracing facade: how lesson code shows itself in a --trace timeline without knowing what
 // records it (the pattern of Rust's `tracing`). Until a recorder is installed, and a fiber
 // server installs one only for --trace (lessons/instruments/trace/), every call here costs one
-// relaxed atomic load and does nothing else.
+// atomic load and does nothing else.
 //
 //   trace_label_fiber("conn %d", fd);       // names the calling fiber's turns from now on
 //   TraceWait wait("pool.borrow");           // a wait, from here to end() or the scope's end,
@@ -56,8 +56,10 @@ void install_trace_recorder(TraceRecorder& recorder);
 
 inline std::atomic<TraceRecorder*> installed_trace_recorder{nullptr};
 
+// Acquire pairs with the installation's release: a thread that sees the recorder sees it built.
+// (On x86 it is the same plain load as a relaxed one.)
 inline TraceRecorder* trace_recorder() noexcept {
-    return installed_trace_recorder.load(std::memory_order_relaxed);
+    return installed_trace_recorder.load(std::memory_order_acquire);
 }
 
 // True while tracing: for a label whose arguments cost something to compute.

@@ -206,9 +206,10 @@ void start_tracing(TraceOptions options) {
     check_writable(options.path);
     t.options = std::move(options);
     t.start_ns = now_ns();
-    t.started = true;
+    // Installed only once the options are set: a thread that sees the recorder sees them.
     static auto* recorder = new Recorder; // never destroyed, as the tracer
     install_trace_recorder(*recorder);
+    t.started = true;
     observe_carrier_schedulers(&trace_carrier);
 }
 

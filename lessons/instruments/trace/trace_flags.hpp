@@ -1,4 +1,4 @@
-// The tracer (trace.hpp) as two flags of a fiber server, opted into by one line of its main():
+// The tracer (recorder.hpp) as two flags of a fiber server, opted into by one line of its main():
 //
 //   TraceFlags trace(flags); // before flags.parse()
 //

@@ -16,7 +16,8 @@
 namespace trace {
 namespace {
 
-using nlohmann::json;
+// ordered: each event's keys in the order written (ph first), as trace viewers show them.
+using json = nlohmann::ordered_json;
 
 std::int64_t now_ns() {
     return std::chrono::steady_clock::now().time_since_epoch().count();
