@@ -10,7 +10,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-QUOTED = 400
+QUOTED = 600
 # Lines of the program's own output shown when Catch2 reported no failure (a crash it could not
 # catch, a hang that ignored SIGTERM); the transcript keeps all of it.
 TAIL_LINES = 10
