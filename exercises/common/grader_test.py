@@ -476,6 +476,27 @@ class GraderTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("no exercise named 'no-such-exercise'", output)
 
+    def test_a_closed_build_runs_the_tests_as_the_caller(self):
+        """A checkout under /root is closed to the unprivileged test user: as root, the grader
+        says so and runs the tests as the caller rather than stopping (CI may clone anywhere)."""
+        grader = load("grade_script", REPO / "exercises" / "grade")
+        closed = Path(tempfile.mkdtemp(prefix="grader-closed-"))
+        try:
+            program = closed / "bin" / "exercise-01"
+            program.parent.mkdir()
+            program.write_text("")
+            closed.chmod(0o700)
+            user = grader.test_user_for(program)
+            if os.geteuid() == 0:
+                self.assertIsNone(user)
+                self.assertEqual(grader.WARNED_CLOSED, [closed])
+                closed.chmod(0o755)
+                self.assertEqual(grader.test_user_for(program), grader.TEST_USER)
+            else:
+                self.assertIsNone(user)  # a user's tests run as that user, closed or not
+        finally:
+            shutil.rmtree(closed)
+
     def test_workflows_run_on_node_24(self):
         """Every workflow uses only actions that run on Node 24, none of GitHub Classroom's;
         grade.yml grades on Debian 12 and keeps its results even when the grade step fails."""
