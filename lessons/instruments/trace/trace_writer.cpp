@@ -188,7 +188,10 @@ void check_writable(const std::string& path) {
 }
 
 bool write_tracks(const WriteRequest& request, const std::vector<std::shared_ptr<Track>>& tracks) {
-    const std::int64_t cutoff_ns = now_ns() - std::chrono::nanoseconds(request.window).count();
+    const std::int64_t now = now_ns();
+    const std::int64_t window_ns = std::chrono::nanoseconds(request.window).count();
+    const std::int64_t cutoff_ns =
+        (request.stop_began_ns != 0 ? request.stop_began_ns : now) - window_ns;
     // Copy each track's records, holding it for a copy's time only; resolve names afterwards.
     std::vector<Snapshot> snapshots;
     std::vector<Label> labels;
@@ -240,8 +243,14 @@ bool write_tracks(const WriteRequest& request, const std::vector<std::shared_ptr
         std::remove(tmp.c_str());
         return false;
     }
-    std::fprintf(stderr, "%s: trace of the last %s written to %s (%zu events, %llu dropped)\n",
-                 program, format_duration(request.window).c_str(), request.path.c_str(), count,
+    std::string what = "the last " + format_duration(request.window);
+    if (request.stop_began_ns != 0)
+        what = "the " + format_duration(request.window) + " before the stop began and the " +
+               format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::nanoseconds(now - request.stop_began_ns))) +
+               " since";
+    std::fprintf(stderr, "%s: trace of %s written to %s (%zu events, %llu dropped)\n", program,
+                 what.c_str(), request.path.c_str(), count,
                  static_cast<unsigned long long>(dropped));
     return true;
 }
