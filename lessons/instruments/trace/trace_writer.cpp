@@ -177,14 +177,15 @@ const char* why_not_replace(const std::string& path) {
 } // namespace
 
 void check_writable(const std::string& path) {
+    // First: --trace /dev/null must not even make /dev/null.tmp.
+    if (const char* why = why_not_replace(path))
+        throw std::runtime_error("cannot write the trace to " + path + ": " + why);
     const std::string tmp = path + ".tmp";
     std::FILE* probe = open_temporary(tmp);
     if (probe == nullptr)
         throw std::runtime_error("cannot write the trace to " + path + ": " + std::strerror(errno));
     std::fclose(probe);
     std::remove(tmp.c_str());
-    if (const char* why = why_not_replace(path))
-        throw std::runtime_error("cannot write the trace to " + path + ": " + why);
 }
 
 bool write_tracks(const WriteRequest& request, const std::vector<std::shared_ptr<Track>>& tracks) {
