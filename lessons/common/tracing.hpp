@@ -46,6 +46,8 @@ public:
     virtual void end_wait(const TraceWaitRecord& wait) noexcept = 0;
     virtual bool begin_turn(TraceTurnRecord& turn) noexcept = 0;
     virtual void end_turn(const TraceTurnRecord& turn) noexcept = 0;
+    // The process was asked to stop (SIGTERM, Ctrl+C): its trace keeps what came before.
+    virtual void stop_began() noexcept = 0;
 
 protected:
     ~TraceRecorder() = default; // installed for the process's life, never destroyed
@@ -70,6 +72,11 @@ inline bool tracing() noexcept {
 // Names the calling fiber's turns from now on (printf's format; a recorder may cut it short). On
 // a thread inside a TraceTurn, names the fiber that turn works for.
 void trace_label_fiber(const char* format, ...) noexcept __attribute__((format(printf, 1, 2)));
+
+// Says that the process was asked to stop; a trace written at exit keeps its window before this.
+inline void trace_stop_began() noexcept {
+    if (TraceRecorder* recorder = trace_recorder()) recorder->stop_began();
+}
 
 // A counter sample: one or two values of `name`.
 inline void trace_counter(const char* name, const char* key, std::int64_t value,
