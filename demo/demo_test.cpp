@@ -351,6 +351,10 @@ TEST_CASE("the quick demo shows the three shapes: platform hides the queue, vt m
     // something only if the same detector fires on a real pin).
     CHECK(!lines_of(read_file(out + "/pindemo-pinning.jsonl")).empty());
     CHECK(file_size(out + "/comparison.txt") > 0);
+    // The run's page, last, and its path printed (demo/page_test.py checks a page in chromium).
+    CHECK(file_size(out + "/index.html") > 1000);
+    CHECK(output.find("page: ") != std::string::npos);
+    CHECK(output.find(out + "/index.html") != std::string::npos);
 
     // The traces: a second of each profile's steady state, whole, and what the figures must let
     // a student see in it. Counted, not timed: every bound is a fraction of what the settings

@@ -5,6 +5,7 @@ steady state and percentiles are the demo's too), and the shape the queueing mat
 import importlib.machinery
 import importlib.util
 import pathlib
+import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -139,3 +140,49 @@ def predicted(settings, run):
         p["errors"] = (0, "the excess is rejected at the gate: 503s, no 500s")
         p["latency_200_s"] = (settings.query_s, "the query and nothing else")
     return p
+
+
+# What the figures and the page call each status (the spike's sentinels are negative).
+STATUS_NAMES = {200: "200", 500: "500 (pool timeout)", 503: "503 (gate rejected)",
+                -1: "-1 response timeout", -2: "-2 transport error", -3: "-3 connect timeout",
+                -4: "-4 interrupted"}
+
+# SUMMARY.txt's fields, as `report summary` writes them (and the reference run's older wording):
+# name -> a pattern whose groups are the numbers, as written.
+SUMMARY_FIELDS = {
+    "rows": r"^\S+: (\d+) rows",
+    "goodput": r"goodput ([\d.]+)/s",
+    "p50_200": r"200s p50 ([\d.]+) ms", "p95_200": r"200s p50 [\d.]+ ms, p95 ([\d.]+) ms",
+    "p50_503": r"503s p50 ([\d.]+) ms", "p95_503": r"503s p50 [\d.]+ ms, p95 ([\d.]+) ms",
+    "p50_500": r"500s p50 ([\d.]+) ms", "count_500": r"\(all (\d+):",
+    "min_500": r"\(all \d+: ([\d.]+) ms to", "max_500": r"\(all \d+: [\d.]+ ms to ([\d.]+) ms",
+    "inflight": r"in flight (\d+|no sample)", "connections": r"connections (\d+|no sample)",
+    "pool_pending": r"pool pending (\d+|no sample)",
+    "pinned": r"pinned events: (\d+)", "pinned_pindemo": r"PQexec reproducer: (\d+)",
+}
+
+
+def summary_numbers(path):
+    """DIR/SUMMARY.txt read back: {"pgbench": text, "runs": {run: {field: text}}}, every number
+    as the summary wrote it, and each run's statuses {status: count} from its status mix."""
+    try:
+        lines = pathlib.Path(path).read_text().splitlines()
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror} (demo/run writes it)")
+    numbers = {"pgbench": None, "runs": {}}
+    for line in lines:
+        if line.startswith("pgbench: "):
+            numbers["pgbench"] = re.match(r"pgbench: ([\d.]+)", line).group(1)
+            continue
+        run = line.split(":", 1)[0]
+        if run not in RUNS:
+            fail(f"{path}: a line of no run: {line[:40]}")
+        fields = {}
+        for name, pattern in SUMMARY_FIELDS.items():
+            match = re.search(pattern, line)
+            if match:
+                fields[name] = match.group(1)
+        mix = re.match(r"^\S+: \d+ rows \(([^)]*)\)", line)
+        fields["statuses"] = dict(part.split(": ") for part in mix.group(1).split(", ")) if mix else {}
+        numbers["runs"][run] = fields
+    return numbers

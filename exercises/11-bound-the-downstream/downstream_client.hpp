@@ -7,7 +7,7 @@
 // them all busy parks until one comes back, or until its deadline.
 #pragma once
 
-#include "lessons/instruments/client/http_client.hpp" // HttpClientConnection, HttpResponse (lesson 03's client/)
+#include "lessons/instruments/client/http_client.hpp" // HttpClientConnection, HttpResponse
 
 #include <chrono>
 #include <string>

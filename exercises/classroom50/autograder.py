@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Classroom 50's autograder for these exercises: grades a student's push with exercises/grade
-and writes ./result.json (schema classroom50/result/v1), one row per graded test with its points.
+"""Classroom 50's autograder for these exercises: grades a student's push with the course's
+exercises/grade and writes ./result.json (schema classroom50/result/v1), one row per graded test
+with its points.
 
-Install it once for a classroom (exercises/README.md, "Classroom 50"):
+Install it once for a classroom (exercises/README.md, "Classroom 50"): the assignment's bundle
+(CLASSROOM/autograders/ASSIGNMENT/ in the classroom50 repository, or the classroom's default)
+holds this file and course/, a copy of the course's repository without solutions/:
 
-    gh teacher autograder set-default ORG CLASSROOM --from exercises/classroom50/autograder.py
+    git archive HEAD | tar -x -C course && rm -rf course/solutions
 
-or for one assignment, at CLASSROOM/autograders/ASSIGNMENT/autograder.py in the classroom50
-repository. An assignment whose slug starts with an exercise's number (07, 07-reactor,
-07-build-the-reactor) grades that exercise; any other slug grades all of them.
+An assignment whose slug starts with an exercise's number (07, 07-reactor, 07-build-the-reactor)
+grades that exercise; any other slug grades all of them.
 
 Classroom 50's runner runs it with the student's checkout as the working directory and sets
 CLASSROOM, ASSIGNMENT, SUBMISSION_TAG, COMMIT_URL and RELEASE_URL (REVIEW_URL when it has one,
-and CLASSROOM50_BUNDLE_DIR, the folder this file came in). It exits 0 when grading ran, whatever
-the score, and 1 when it could not (a missing variable, packages that would not install, a
-grader that could not run): the runner then records the submission as an error.
+and CLASSROOM50_BUNDLE_DIR, the folder this file came in). The grader, the setup script and the
+tests are the bundle's: nothing of the checkout runs but the student's own files of an exercise,
+compiled into its tests and run as an unprivileged user (exercises/grade). It exits 0 when
+grading ran, whatever the score, and 1 when it could not (a missing variable, no course in the
+bundle, packages that would not install, a grader that could not run): the runner then records
+the submission as an error.
 
 Beside result.json it leaves grade-results.json, the grader's own --json results (each failed
 test's story), which the assignment's release_assets can attach to the submission's Release.
@@ -24,7 +29,6 @@ import datetime
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,22 +49,6 @@ def exercise_of(slug):
     (all of them)."""
     match = re.match(r"(\d\d)(?:-|$)", slug)
     return match.group(1) if match else None
-
-
-def use_course_tests(bundle, checkout):
-    """The course's tests instead of the student's copies, when the teacher put them in the
-    bundle (CLASSROOM/autograders/ASSIGNMENT/tests/NN-name/): a student who edits a test in their
-    repository then edits nothing that is graded. Returns the exercises whose tests it replaced."""
-    replaced = []
-    if bundle is None:
-        return replaced
-    for tests in sorted((bundle / "tests").glob("[0-9][0-9]-*")):
-        target = checkout / "exercises" / tests.name / "tests"
-        if tests.is_dir() and target.parent.is_dir():
-            shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(tests, target)
-            replaced.append(tests.name)
-    return replaced
 
 
 def to_result(report, env):
@@ -92,20 +80,24 @@ def main():
     if missing:
         error(f"{', '.join(missing)} not set: run by Classroom 50's runner, which sets them")
     checkout = Path.cwd()
-    grader = checkout / "exercises" / "grade"
+    bundle = Path(os.environ.get("CLASSROOM50_BUNDLE_DIR") or Path(__file__).resolve().parent)
+    course = bundle / "course"
+    grader = course / "exercises" / "grade"
     if not grader.is_file():
-        error(f"no exercises/grade in {checkout}: is this a checkout of the exercises?")
-    bundle = os.environ.get("CLASSROOM50_BUNDLE_DIR")
-    for name in use_course_tests(Path(bundle) if bundle else None, checkout):
-        print(f"autograder.py: {name} is graded with the course's tests, not the repository's")
-    # The image may lack some of the Debian packages; this installs them (as root) or does nothing.
-    if subprocess.run([str(checkout / "lessons" / "tools" / "setup"), "--no-build"]).returncode:
+        error(f"no course/exercises/grade in the bundle {bundle}: copy the course there "
+              f"(exercises/README.md, \"Classroom 50\"); the checkout's own grader is never run")
+    if not (checkout / "exercises").is_dir():
+        error(f"no exercises/ in {checkout}: is this a checkout of the exercises?")
+    # The image may lack some of the Debian packages; the course's setup installs them (as
+    # root) or does nothing.
+    if subprocess.run([str(course / "lessons" / "tools" / "setup"), "--no-build"]).returncode:
         error("lessons/tools/setup could not install the Debian packages the exercises need")
 
     results = checkout / GRADE_RESULTS
     results.unlink(missing_ok=True)
     number = exercise_of(os.environ["ASSIGNMENT"])
-    command = [str(grader), *([number] if number else []), "--json", str(results)]
+    command = [str(grader), *([number] if number else []), "--root", str(checkout / "exercises"),
+               "--json", str(results)]
     print("autograder.py: " + " ".join(command), flush=True)
     status = subprocess.run(command).returncode
     if status not in (0, 1) or not results.exists():

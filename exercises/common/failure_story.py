@@ -1,64 +1,83 @@
-"""How a graded test failed, told from Catch2's report of it (exercises/grade prints it).
+"""How a graded test failed, told from Catch2's XML report of it (exercises/grade prints it).
 
 Each failure gets a kind (part of the --json contract, exercises/README.md) and a story: a
 headline that says how the test failed, then Catch2's account of the first failed check with
-the test's STEP lines up to it. The exercise programs print lines up to 200 characters wide
-(exercises/CMakeLists.txt), so each message of a report is one line.
+the test's STEP lines up to it. Text the student's code controls (an exception's message, a
+value) is cut to one line of QUOTED characters.
 """
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Failure stories longer than this are cut in the report; the transcript keeps all of it.
-STORY_LINES = 30
+QUOTED = 600
+# Lines of the program's own output shown when Catch2 reported no failure (a crash it could not
+# catch, a hang that ignored SIGTERM); the transcript keeps all of it.
+TAIL_LINES = 10
 
 
 def trimmed(line):
-    """A line with the repository's own path left out: the paths it names read as relative."""
-    return line.replace(str(REPO) + "/", "")
+    """A line with the repository's own path, or the grading tree's copy of it, left out: the
+    paths it names read as relative."""
+    return re.sub(r"(?<![^\s(])\S*/grading/src/", "", line.replace(str(REPO) + "/", ""))
 
 
-def failed_blocks(lines):
-    """Catch2's reports of failed assertions: (first line, last line + 1) of each."""
-    starts = [i for i, line in enumerate(lines) if line.endswith("FAILED:")]
-    return [(start, next((i for i in range(start + 1, len(lines)) if not lines[i].strip()),
-                         len(lines))) for start in starts]
+def one_line(text):
+    text = " ".join((text or "").split())
+    return text if len(text) <= QUOTED else text[:QUOTED] + " [cut]"
 
 
-def messages_in(block):
-    """The messages of a failure report: (steps, other). The steps are the test's STEP lines;
-    the others an unexpected exception's text or a fatal signal's name."""
-    steps, other, inside = [], [], False
-    for line in block[1:]:
-        if not line.startswith("  "):
-            # "because no exception was thrown ...": a CHECK_THROWS that did not throw.
-            inside = line.startswith(("with message", "due to", "because no exception"))
-            continue
-        text = line.strip()
-        if inside and text.startswith("step: "):
-            steps.append(text[len("step: "):])
-        elif inside:
-            other.append(text)
-    return steps, other
+def failures(case):
+    """The failures in a <TestCase>, in order: (element, the messages reported with it)."""
+    found, messages, told_already = [], [], set()
+    for element in case.iter() if case is not None else []:
+        if element.tag == "Info":
+            messages.append(one_line(element.text))
+        elif element.tag == "Expression" and element.get("success") == "false":
+            # An exception or a signal during a check is reported inside the check's element.
+            inner = next((e for e in element if e.tag in ("Exception", "FatalErrorCondition")),
+                         None)
+            told_already.add(id(inner))
+            found.append((element if inner is None else inner, messages))
+            messages = []
+        elif element.tag in ("Exception", "FatalErrorCondition") and id(element) not in told_already:
+            found.append((element, messages))
+            messages = []
+    return found
 
 
-def headline(verdict, block):
+def told(element, messages):
+    """One failure as Catch2's console reporter tells it."""
+    lines = [f"{element.get('filename')}:{element.get('line')}: FAILED:"]
+    if element.tag == "Expression":
+        lines += [f"  {element.get('type')}( {one_line(element.findtext('Original'))} )",
+                  "with expansion:", "  " + one_line(element.findtext("Expanded"))]
+    lines += ["with messages:"] + [f"  {m}" for m in messages] if messages else []
+    if element.tag == "Exception":
+        lines += ["due to unexpected exception with message:", "  " + one_line(element.text)]
+    if element.tag == "FatalErrorCondition":
+        lines += ["due to a fatal error condition:", "  " + one_line(element.text)]
+    return [trimmed(line) for line in lines]
+
+
+def headline(verdict, element, messages):
     """(kind, one line) saying how the test failed: in a CHECK, in a REQUIRE (before any step
-    or after some), by an exception, in a crash, in a hang. `block` is Catch2's report of the
-    first failure. The kinds are part of the --json contract (exercises/README.md)."""
-    steps, other = messages_in(block)
-    assertion = block[1].strip() if len(block) > 1 else ""
+    or after some), by an exception, in a crash, in a hang. The kinds are part of the --json
+    contract (exercises/README.md)."""
+    steps = [m[len("step: "):] for m in messages if m.startswith("step: ")]
+    said = " ".join([m for m in messages if not m.startswith("step: ")] +
+                    ([one_line(element.text)] if element is not None and element.tag != "Expression"
+                     else []))
     last = f"; its last step: {steps[-1]}" if steps else ", before its first step"
-    said = " ".join(other)
     if verdict == "timeout":
         return "hang", f"HANG: the test never finished{last}"
-    if verdict == "crash":
-        return "crash", f"CRASH: the test died{last}"
-    if not block:
+    if element is None:
+        if verdict == "crash":
+            return "crash", f"CRASH: the test died{last}"
         return "no-verdict", "FAIL: the test ended without a verdict (it printed no failed check)"
-    if any(line.startswith("due to unexpected exception") for line in block):
+    if element.tag == "Exception":
         return "exception", f"FAIL: an exception escaped ('{said}'){last}"
-    if any(line.startswith("due to a fatal error condition") for line in block):
+    if element.tag == "FatalErrorCondition" or verdict == "crash":
         return "crash", f"CRASH: {said}{last}"
     # exercise_support's watchdog explains a wait that ended early: it comes before the rest.
     if said.startswith("watchdog: the carrier thread"):
@@ -66,33 +85,27 @@ def headline(verdict, block):
                 f"FAIL: a carrier thread was blocked (the watchdog's words below){last}")
     if said.startswith("watchdog: a fiber"):
         return "stuck-fiber", f"FAIL: a fiber never finished (the watchdog's words below){last}"
-    if assertion.startswith("REQUIRE") and not steps:
+    if element.get("type", "").startswith("REQUIRE") and not steps:
         return ("require-before-steps",
                 "FAIL in a REQUIRE before any step: the test could not set up what it checks "
                 "(the line below says which precondition failed)")
-    if assertion.startswith("REQUIRE"):
+    if element.get("type", "").startswith("REQUIRE"):
         return "require", f"FAIL in a REQUIRE, which stops the test{last}"
     return "check", f"FAIL in a CHECK after {len(steps)} step{'s' if len(steps) != 1 else ''}"
 
 
-def failure_story(output, verdict):
-    """(kind, story): the kind of failure, and its story: the headline, then Catch2's account of
-    the first failed check (the check, its values and the test's steps up to it). Later
-    failures are counted, and left in the transcript."""
-    lines = output.splitlines()
-    blocks = failed_blocks(lines)
-    if not blocks:
-        # No check failed and Catch2 could not report: a crash it did not catch, or a hang
-        # that ignored SIGTERM. Show the output's end.
-        tail = [line for line in lines if line.strip()][-STORY_LINES // 3:]
-        kind, head = headline(verdict, [])
-        return kind, [head] + [trimmed(line) for line in tail]
-    start, end = blocks[0]
-    story = [trimmed(line) for line in lines[start:end]]
-    if len(story) > STORY_LINES:
-        story = story[:STORY_LINES] + ["..."]
-    if len(blocks) > 1:
-        story.append(f"(and {len(blocks) - 1} more failed check"
-                     f"{'s' if len(blocks) > 2 else ''})")
-    kind, head = headline(verdict, lines[start:end])
+def failure_story(case, verdict, output):
+    """(kind, story) of a test that did not pass: the headline, then Catch2's account of the
+    first failure (the check, its values and the test's steps up to it); later failures are
+    counted. `case` is the test's <TestCase> element (None when Catch2 reported none); `output`
+    what the program printed, whose end is shown when Catch2 reported no failure."""
+    found = failures(case)
+    if not found:
+        tail = [trimmed(one_line(line)) for line in output.splitlines() if line.strip()]
+        return headline(verdict, None, [])[0], [headline(verdict, None, [])[1]] + tail[-TAIL_LINES:]
+    element, messages = found[0]
+    story = told(element, messages)
+    if len(found) > 1:
+        story.append(f"(and {len(found) - 1} more failed check{'s' if len(found) > 2 else ''})")
+    kind, head = headline(verdict, element, messages)
     return kind, [head] + story

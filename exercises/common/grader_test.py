@@ -65,17 +65,18 @@ def load(name, path):
     return module
 
 
-def run(command, cwd=REPO, env=None, timeout=900):
+def run(command, cwd=REPO, env=None, timeout=1700):
     done = subprocess.run(command, cwd=cwd, env={**os.environ, **(env or {})}, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     return done.returncode, done.stdout
 
 
-def grade(*args, build=BUILD):
+def grade(*args, build=BUILD, env=None):
     """Runs exercises/grade; returns (exit status, its output, the JSON results)."""
     with tempfile.TemporaryDirectory() as scratch:
         results = Path(scratch) / "results.json"
-        code, output = run([str(GRADE), *args, "--json", str(results)], env={"BUILD": str(build)})
+        code, output = run([str(GRADE), *args, "--json", str(results)],
+                           env={"BUILD": str(build), **(env or {})})
         report = json.loads(results.read_text()) if results.exists() else None
     return code, output, report
 
@@ -86,6 +87,30 @@ def checkout_in(folder, *parts):
     for part in parts:
         (folder / part).symlink_to(REPO / part)
     return folder
+
+
+def bundle_in(folder):
+    """A Classroom 50 bundle whose course is this repository."""
+    (folder / "bundle").mkdir()
+    (folder / "bundle" / "course").symlink_to(REPO)
+    return folder / "bundle"
+
+
+def ctest_plan(tree, label, prefix):
+    """One exercise's solution tests as CTest knows them: each one's name, labels, task and
+    points (from the labels common/label_graded_tests.cmake gives them)."""
+    code, listing = run(["ctest", "--test-dir", str(tree), "-L", f"^{label}$", "--show-only=json-v1"])
+    assert code == 0, listing
+    tests = []
+    for test in json.loads(listing)["tests"]:
+        properties = {p["name"]: p["value"] for p in test.get("properties", [])}
+        labels = properties.get("LABELS", [])
+        tagged = dict(re.findall(r"^(task|points)[_=](\d+)$", "\n".join(labels), re.M))
+        tests.append({"name": test["name"][len(prefix):], "labels": labels,
+                      "task": int(tagged.get("task", 0)) or None,
+                      "points": int(tagged.get("points", 1)),
+                      "part": next((p for p in ("core", "stretch") if p in labels), None)})
+    return tests
 
 
 def workflow_step(workflow, name):
@@ -205,9 +230,10 @@ class GraderTest(unittest.TestCase):
         """The untouched stubs, graded by Classroom 50's autograder.py end to end (as its
         runner would run it, in a checkout, with its variables): every test fails, cleanly."""
         with tempfile.TemporaryDirectory() as scratch:
-            checkout = checkout_in(Path(scratch), "exercises", "lessons")
+            checkout = checkout_in(Path(scratch), "exercises")
             code, output = run(["/usr/bin/python3", str(AUTOGRADER)], cwd=checkout,
-                               env={"BUILD": str(BUILD), **CLASSROOM50_ENV})
+                               env={"BUILD": str(BUILD), **CLASSROOM50_ENV,
+                                    "CLASSROOM50_BUNDLE_DIR": str(bundle_in(Path(scratch)))})
             self.assertEqual(code, 0, output)
             report = json.loads((checkout / "grade-results.json").read_text())
             result = json.loads((checkout / "result.json").read_text())
@@ -291,7 +317,7 @@ class GraderTest(unittest.TestCase):
 
         # CTest holds what the test source declares: a test per TEST_CASE, each labelled with
         # its exercise, task and points, core or stretch as the README says.
-        tests = grader.ctest_plan(BUILD, f"ex{name[:2]}", f"solution-{name}:")
+        tests = ctest_plan(BUILD, f"ex{name[:2]}", f"solution-{name}:")
         self.assertEqual([t["name"] for t in tests], [t["name"] for t in plan],
                          f"{name}: CTest's tests (labelled ex{name[:2]}) vs tests/*_test.cpp")
         stretch = stretch_tasks(readme)
@@ -386,64 +412,56 @@ class GraderTest(unittest.TestCase):
             self.assertRegex(output, r"^exercises/grade: .*alice.json is not a result")
 
     def test_grader_survives_broken_stubs(self):
-        """Copies of exercise 04 whose stubs crash, do not compile and hang, and one solved:
+        """Hand-ins of exercise 04 whose stubs crash, do not compile and hang, and one solved:
         each costs its own points only, and each is told for what it is.
 
-        They live in $BUILD/grader-selftest with a build folder of their own, kept between runs
-        so that only the first run pays for compiling the test framework."""
+        They are graded in $BUILD/grader-selftest with a build folder of their own, kept between
+        runs so that only the first run pays for compiling the test framework."""
         base = BUILD / "grader-selftest"
-        fixture_root = base / "exercises"
         original = ROOT / "04-spike-report"
         functions = ('std::vector<SpikeRow> read_spike_csv(std::istream&) {{ {0} }}\n'
                      'SpikeReport summarize(const std::vector<SpikeRow>&, double) {{ {0} }}\n'
                      'std::string status_name(int) {{ {0} }}\n')
         variants = {
-            "91-crashes": '#include "spike_report.hpp"\n#include <csignal>\n'
-                          + functions.format("std::raise(SIGSEGV); return {};"),
-            "92-does-not-compile": (original / "spike_report.cpp").read_text() + "int broken = ;\n",
-            "93-hangs": '#include "spike_report.hpp"\n#include <thread>\n'
-                        '[[noreturn]] static void forever() { for (;;) std::this_thread::sleep_for('
-                        'std::chrono::seconds(1)); }\n' + functions.format("forever();"),
-            "94-solved": (SOLUTIONS / original.name / "spike_report.cpp").read_text(),
+            "crashes": '#include "spike_report.hpp"\n#include <csignal>\n'
+                       + functions.format("std::raise(SIGSEGV); return {};"),
+            "does-not-compile": (original / "spike_report.cpp").read_text() + "int broken = ;\n",
+            "hangs": '#include "spike_report.hpp"\n#include <thread>\n'
+                     '[[noreturn]] static void forever() { for (;;) std::this_thread::sleep_for('
+                     'std::chrono::seconds(1)); }\n' + functions.format("forever();"),
+            "solved": (SOLUTIONS / original.name / "spike_report.cpp").read_text(),
         }
-        for stale in fixture_root.glob("*") if fixture_root.is_dir() else []:
-            if stale.name not in variants:  # a variant this test no longer makes
-                shutil.rmtree(stale)
+        by_name, output = {}, {}
         for variant, source in variants.items():
-            copy_if_changed(original, fixture_root / variant, but={"spike_report.cpp"})
-            write_if_changed(fixture_root / variant / "spike_report.cpp", source)
+            handin = base / variant / original.name
+            copy_if_changed(original, handin, but={"spike_report.cpp"})
+            write_if_changed(handin / "spike_report.cpp", source)
+            # A short time limit per test, so the hung ones cost seconds, not minutes.
+            code, output[variant], report = grade("--root", str(base / variant),
+                                                  build=base / "build",
+                                                  env={"GRADED_TEST_SECONDS": "3"})
+            self.assertEqual(code, 0 if variant == "solved" else 1, output[variant])
+            by_name[variant] = report["exercises"][0]
+        total = by_name["solved"]["total"]
+        self.assertEqual(by_name["solved"]["points"], total)
 
-        # A short time limit per test, so the hung ones cost seconds, not minutes.
-        code, output = run(["cmake", "-S", str(REPO), "-B", str(base / "build"),
-                            f"-DEXERCISES_ROOT={fixture_root}",
-                            f"-DSOLUTIONS_ROOT={base / 'solutions'}", "-DGRADED_TEST_SECONDS=3"])
-        self.assertEqual(code, 0, output)
-        code, output, report = grade("--root", str(fixture_root), build=base / "build")
-        self.assertEqual(code, 1, output)
-        by_name = {e["name"]: e for e in report["exercises"]}
-        self.assertEqual(list(by_name), list(variants), "every exercise graded, in order")
-        total = by_name["94-solved"]["total"]
-        self.assertEqual(by_name["94-solved"]["points"], total)
-        self.assertIn(f"Score: {total}/{4 * total}\n", output)
-
-        for test in by_name["91-crashes"]["tests"]:
+        for test in by_name["crashes"]["tests"]:
             self.assertEqual((test["verdict"], test["kind"], test["detail"]),
-                             ("crash", "crash", "crashed: SEGFAULT"), test["name"])
-            self.assertTrue(test["story"][0].startswith("CRASH: the test died"), test["story"])
-            self.assertIn("SIGSEGV", "\n".join(test["story"]))
+                             ("crash", "crash", "crashed: SIGSEGV"), test["name"])
+            self.assertTrue(test["story"][0].startswith("CRASH: SIGSEGV"), test["story"])
             self.assertTrue(Path(test["transcript"]).exists())
 
-        broken = by_name["92-does-not-compile"]
+        broken = by_name["does-not-compile"]
         self.assertFalse(broken["built"])
         self.assertEqual((broken["points"], broken["total"]), (0, total))
         self.assertEqual({t["verdict"] for t in broken["tests"]}, {"not built"})
         self.assertTrue(any("spike_report.cpp" in line and "expected primary-expression" in line
                             for line in broken["errors"]), broken["errors"])
-        self.assertIn("DOES NOT COMPILE", output)
+        self.assertIn("DOES NOT COMPILE", output["does-not-compile"])
 
         # A hang: the program stops itself with SIGTERM at its limit, so Catch2 tells the steps
         # the test had reached; nothing of it is left running.
-        hung = by_name["93-hangs"]["tests"]
+        hung = by_name["hangs"]["tests"]
         for test in hung:
             self.assertEqual((test["verdict"], test["kind"], test["detail"]),
                              ("timeout", "hang", "no verdict within 3 s: stopped (a wait that "
@@ -451,15 +469,33 @@ class GraderTest(unittest.TestCase):
             self.assertTrue(test["story"][0].startswith("HANG: the test never finished"))
             self.assertIn("SIGTERM", "\n".join(test["story"]))
         self.assertTrue(any("its last step: " in t["story"][0] for t in hung))
-        self.assertEqual(processes_running(base / "build" / "bin" / "exercise-93-hangs"), [])
+        self.assertEqual(processes_running(base / "build" / "grading" / "build" / "bin"), [])
 
         # Mistakes a user can make get one line and exit status 2.
         code, output, _ = grade("no-such-exercise", build=base / "build")
         self.assertEqual(code, 2)
         self.assertIn("no exercise named 'no-such-exercise'", output)
-        code, output, _ = grade("--root", str(fixture_root), "91")  # BUILD is for exercises/
-        self.assertEqual(code, 2)
-        self.assertIn("use another build folder", output)
+
+    def test_a_closed_build_runs_the_tests_as_the_caller(self):
+        """A checkout under /root is closed to the unprivileged test user: as root, the grader
+        says so and runs the tests as the caller rather than stopping (CI may clone anywhere)."""
+        grader = load("grade_script", REPO / "exercises" / "grade")
+        closed = Path(tempfile.mkdtemp(prefix="grader-closed-"))
+        try:
+            program = closed / "bin" / "exercise-01"
+            program.parent.mkdir()
+            program.write_text("")
+            closed.chmod(0o700)
+            user = grader.test_user_for(program)
+            if os.geteuid() == 0:
+                self.assertIsNone(user)
+                self.assertEqual(grader.WARNED_CLOSED, [closed])
+                closed.chmod(0o755)
+                self.assertEqual(grader.test_user_for(program), grader.TEST_USER)
+            else:
+                self.assertIsNone(user)  # a user's tests run as that user, closed or not
+        finally:
+            shutil.rmtree(closed)
 
     def test_workflows_run_on_node_24(self):
         """Every workflow uses only actions that run on Node 24, none of GitHub Classroom's;
@@ -484,27 +520,28 @@ class GraderTest(unittest.TestCase):
                                     r"\s+name: grade-results\n\s+path: grade-results.json\n")
         self.assertTrue((REPO / "lessons" / "tools" / "setup").exists())
 
-        # autograder.py: its exercise per assignment, the course's tests over the student's,
-        # per-test partial credit, and one line and exit status 1 when it cannot grade.
+        # autograder.py: its exercise per assignment, per-test partial credit, and one line and
+        # exit status 1 when it cannot grade.
         autograder = load("autograder", AUTOGRADER)
         self.assertEqual([autograder.exercise_of(s) for s in
                           ("07", "07-reactor", "11-bound-the-downstream", "fibers", "2026-labs")],
                          ["07", "07", "11", None, None])
         with tempfile.TemporaryDirectory() as scratch:
-            bundle, checkout = Path(scratch) / "bundle", Path(scratch) / "checkout"
-            (bundle / "tests" / "04-spike-report").mkdir(parents=True)
-            (bundle / "tests" / "04-spike-report" / "spike_report_test.cpp").write_text("course")
-            (checkout / "exercises" / "04-spike-report" / "tests").mkdir(parents=True)
-            (checkout / "exercises" / "04-spike-report" / "tests" / "edited.cpp").write_text("x")
-            self.assertEqual(autograder.use_course_tests(bundle, checkout), ["04-spike-report"])
-            self.assertEqual(sorted(p.name for p in (checkout / "exercises" / "04-spike-report"
-                                                     / "tests").iterdir()),
-                             ["spike_report_test.cpp"])
-            code, output = run(["/usr/bin/python3", str(AUTOGRADER)], cwd=checkout,
+            code, output = run(["/usr/bin/python3", str(AUTOGRADER)], cwd=scratch,
                                env={**{k: "" for k in CLASSROOM50_ENV}, "CLASSROOM": "c"})
             self.assertEqual(code, 1)
             self.assertRegex(output, r"^::error::autograder.py: ASSIGNMENT, SUBMISSION_TAG, "
                                      r"COMMIT_URL, RELEASE_URL not set")
+            # Without a course in its bundle it grades nothing, and never with the checkout's.
+            (Path(scratch) / "exercises").mkdir()
+            (Path(scratch) / "exercises" / "grade").write_text("#!/bin/sh\ntouch ran\n")
+            (Path(scratch) / "exercises" / "grade").chmod(0o755)
+            code, output = run(["/usr/bin/python3", str(AUTOGRADER)], cwd=scratch,
+                               env={**CLASSROOM50_ENV, "CLASSROOM50_BUNDLE_DIR": scratch})
+            self.assertEqual(code, 1)
+            self.assertRegex(output, r"^::error::autograder.py: no course/exercises/grade in the "
+                                     r"bundle .*the checkout's own grader is never run")
+            self.assertFalse((Path(scratch) / "ran").exists())
         half = {"graded": "exercises", "exercises": [{"name": "04-spike-report", "tests": [
             {"name": "a", "points": 2, "verdict": "pass"},
             {"name": "b", "points": 1, "verdict": "crash"}]}]}

@@ -14,10 +14,12 @@ solutions/ has none.
 
 For each exercise this makes, in $BUILD/mutants/lane-N/exercises/, a copy of the exercise folder
 with the solution's files in place of the stub's, and grades it once per mutant with the
-mutant's patch applied: `exercises/grade --root $BUILD/mutants/lane-N/exercises NN --json FILE`,
-in the lane's build folder. Two lanes of exercises run side by side (LANES). It prints each
+mutant's patch applied, through Classroom 50's autograder.py as its runner would run it (the lane's
+folder as the checkout, a bundle whose course is this repository), which runs `exercises/grade
+--root $BUILD/mutants/lane-N/exercises NN`, in the lane's build folder. Two lanes of exercises run side by side (LANES). It prints each
 mutant's score and the tests it failed, and fails, naming the mutant, when
-- a mutant gets full marks: the tests do not catch it;
+- a mutant gets full marks: the tests do not catch it (or result.json's score is not the
+  grader's);
 - a mutant passes no test at all: a subtle mistake keeps most of the work right, so this one
   (or the copy it was graded in) is broken, and its lost points say nothing;
 - a patch has no description line, no longer applies cleanly, or does not compile;
@@ -41,7 +43,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-GRADE = REPO / "exercises" / "grade"
+AUTOGRADER = REPO / "exercises" / "classroom50" / "autograder.py"
 EXERCISES = REPO / "exercises"
 SOLUTIONS = REPO / "solutions"
 BUILD = Path(os.environ.get("BUILD") or REPO / "build").resolve()
@@ -127,19 +129,30 @@ def patched(exercise, files, patch):
 
 
 def grade(copy, build, log):
-    """Grades the copy; returns (its --json report of this exercise or None, seconds)."""
-    results = log.with_suffix(".json")
-    results.unlink(missing_ok=True)
+    """Grades the copy through Classroom 50's autograder.py (which runs exercises/grade, the
+    course's, from its bundle), in the lane's folder as the checkout. Returns (the grader's
+    --json report of this exercise or None, result.json's score or None, seconds)."""
+    checkout = copy.parent.parent
+    for stale in ("grade-results.json", "result.json"):
+        (checkout / stale).unlink(missing_ok=True)
+    bundle = HERE / "bundle"
+    bundle.mkdir(parents=True, exist_ok=True)
+    if not (bundle / "course").is_symlink():
+        (bundle / "course").symlink_to(REPO)
+    env = {**os.environ, "BUILD": str(build), "CLASSROOM50_BUNDLE_DIR": str(bundle),
+           "CLASSROOM": "mutants", "ASSIGNMENT": f"{copy.name[:2]}-mutant",
+           "SUBMISSION_TAG": "submit/mutant", "COMMIT_URL": "https://example.org/commit/0",
+           "RELEASE_URL": "https://example.org/release/0"}
     began = time.monotonic()
     with open(log, "w") as out:
-        subprocess.run([str(GRADE), "--root", str(copy.parent), copy.name, "--json", str(results)],
-                       env={**os.environ, "BUILD": str(build)}, cwd=REPO,
+        subprocess.run(["/usr/bin/python3", str(AUTOGRADER)], env=env, cwd=checkout,
                        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     seconds = time.monotonic() - began
-    if not results.exists():
-        return None, seconds
-    report = json.loads(results.read_text())
-    return report["exercises"][0], seconds
+    results, result = checkout / "grade-results.json", checkout / "result.json"
+    if not results.exists() or not result.exists():
+        return None, None, seconds
+    return (json.loads(results.read_text())["exercises"][0],
+            json.loads(result.read_text())["score"], seconds)
 
 
 def lost(report):
@@ -169,7 +182,7 @@ def mutants_of(exercise, copy, files, build):
         for file, data in variant.items():
             write_if_changed(copy / file, data)
         log = HERE / "logs" / f"{exercise.name}--{patch.stem}.log"
-        report, seconds = grade(copy, build, log)
+        report, classroom_score, seconds = grade(copy, build, log)
         if report is None or not report["built"]:
             problems.append(f"{name} does not compile, so it loses its points for nothing "
                             f"(log: {log})")
@@ -177,7 +190,7 @@ def mutants_of(exercise, copy, files, build):
         score = f"{report['points']}/{report['total']}"
         lines.append(f"  {score:>5}  {patch.stem}: {what} ({seconds:.1f} s)")
         lines += [f"         lost: {test}" for test in lost(report)]
-        if report["points"] == report["total"]:
+        if report["points"] == report["total"] or classroom_score != report["points"]:
             problems.append(f"{name} ({what}) got full marks, {score}: the tests do not "
                             f"catch it (log: {log})")
         if report["passed"] == 0:

@@ -36,13 +36,15 @@ struct TestServer {
     // GET /hold parks its fiber (not its carrier) until the test opens `hold`.
     Latch hold;
     std::atomic<int> holding{0};
+    std::atomic<int> sleeps_begun{0}; // GET /sleep handlers entered
 
     explicit TestServer(ConnectorOptions options = {}) {
         options.port = 0;
         app.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
             res.set_content("hello\n", "text/plain");
         });
-        app.Get("/sleep", [](const httplib::Request& req, httplib::Response& res) {
+        app.Get("/sleep", [this](const httplib::Request& req, httplib::Response& res) {
+            ++sleeps_begun;
             boost::this_fiber::sleep_for(
                 std::chrono::milliseconds(std::stoi(req.get_param_value("ms"))));
             res.set_content("slept\n", "text/plain");
@@ -581,7 +583,9 @@ TEST_CASE("stop() closes idle connections and lets busy ones finish", "[lesson03
     RawConnection busy(server.port());
     REQUIRE(busy.send(get_request("/sleep?ms=300")));
     REQUIRE(eventually([&] { return server.connector->open_connections() == 2; }));
-    std::this_thread::sleep_for(50ms);
+    // Inside the handler, not just connected: a stop before the request is read would close it
+    // as idle (a 50 ms sleep here failed 1 run in 3 with both cores busy).
+    REQUIRE(eventually([&] { return server.sleeps_begun == 1; }));
     STEP("one idle connection, one inside a 300 ms handler; stopping");
     CHECK(server.connector->stop());
     CHECK(body_of(busy.receive_response(5s)) == "slept\n");

@@ -209,3 +209,33 @@ TEST_CASE("a lesson03 that stops without waiting for a busy connection still wri
             ++sleeping;
     CHECK(sleeping >= 1);
 }
+
+TEST_CASE("a lesson03 whose stop gives up after a grace longer than its window keeps the window "
+          "before the stop began",
+          "[lesson03][trace]") {
+    // The stop grace is 5 s, the window 3 s: a window that ended at the exit held only the
+    // tracks' names (3 metadata events). 3 s: the turn that read the request comes a /hello
+    // before the SIGTERM, far less than that even on a loaded machine.
+    const std::string path = trace_path("lesson03-gave-up-window");
+    ServerProcess server(lesson03,
+                         {"--benchmark-sleep", "1h", "--trace", path, "--trace-window", "3s"},
+                         "lesson03-gave-up-window");
+    RawConnection busy(server.port());
+    REQUIRE(busy.send(get_request("/benchmark")));
+    REQUIRE(http_get(server.port(), "/hello").status == 200);
+    STEP("one GET /benchmark sleeps an hour; SIGTERM: the server gives up after 5 s");
+    CHECK(server.stop(std::chrono::seconds(30)) == 0);
+    STEP("server log:\n" << server.log());
+    CHECK(server.log().find("lesson03: trace of the 3s before the stop began and the ") !=
+          std::string::npos);
+    REQUIRE(::access(path.c_str(), F_OK) == 0);
+    const nlohmann::json trace = read_trace(path);
+    CHECK(trace_problems(trace) == "");
+    int sleeping = 0;
+    for (const auto& event : trace["traceEvents"])
+        if (event["ph"] == "X" &&
+            event["name"].get<std::string>().find(" GET /benchmark") != std::string::npos)
+            ++sleeping;
+    STEP(trace["traceEvents"].size() << " events in the trace");
+    CHECK(sleeping >= 1);
+}

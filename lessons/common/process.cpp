@@ -1,5 +1,7 @@
 #include "lessons/common/process.hpp"
 
+#include "lessons/common/tracing.hpp"
+
 #include <arpa/inet.h>
 #include <csignal>
 #include <cstdio>
@@ -36,6 +38,7 @@ int wait_for_shutdown_signal() {
     int signal = 0;
     while (sigwait(&set, &signal) != 0) {
     }
+    trace_stop_began();
     return signal;
 }
 

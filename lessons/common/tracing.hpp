@@ -1,7 +1,7 @@
 // The tracing facade: how lesson code shows itself in a --trace timeline without knowing what
 // records it (the pattern of Rust's `tracing`). Until a recorder is installed, and a fiber
 // server installs one only for --trace (lessons/instruments/trace/), every call here costs one
-// relaxed atomic load and does nothing else.
+// atomic load and does nothing else.
 //
 //   trace_label_fiber("conn %d", fd);       // names the calling fiber's turns from now on
 //   TraceWait wait("pool.borrow");           // a wait, from here to end() or the scope's end,
@@ -46,6 +46,8 @@ public:
     virtual void end_wait(const TraceWaitRecord& wait) noexcept = 0;
     virtual bool begin_turn(TraceTurnRecord& turn) noexcept = 0;
     virtual void end_turn(const TraceTurnRecord& turn) noexcept = 0;
+    // The process was asked to stop (SIGTERM, Ctrl+C): its trace keeps what came before.
+    virtual void stop_began() noexcept = 0;
 
 protected:
     ~TraceRecorder() = default; // installed for the process's life, never destroyed
@@ -56,8 +58,10 @@ void install_trace_recorder(TraceRecorder& recorder);
 
 inline std::atomic<TraceRecorder*> installed_trace_recorder{nullptr};
 
+// Acquire pairs with the installation's release: a thread that sees the recorder sees it built.
+// (On x86 it is the same plain load as a relaxed one.)
 inline TraceRecorder* trace_recorder() noexcept {
-    return installed_trace_recorder.load(std::memory_order_relaxed);
+    return installed_trace_recorder.load(std::memory_order_acquire);
 }
 
 // True while tracing: for a label whose arguments cost something to compute.
@@ -68,6 +72,11 @@ inline bool tracing() noexcept {
 // Names the calling fiber's turns from now on (printf's format; a recorder may cut it short). On
 // a thread inside a TraceTurn, names the fiber that turn works for.
 void trace_label_fiber(const char* format, ...) noexcept __attribute__((format(printf, 1, 2)));
+
+// Says that the process was asked to stop; a trace written at exit keeps its window before this.
+inline void trace_stop_began() noexcept {
+    if (TraceRecorder* recorder = trace_recorder()) recorder->stop_began();
+}
 
 // A counter sample: one or two values of `name`.
 inline void trace_counter(const char* name, const char* key, std::int64_t value,

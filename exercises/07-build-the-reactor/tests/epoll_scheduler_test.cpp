@@ -180,12 +180,20 @@ struct Wakeups {
     int before_timer = 0;  // of them, the fiber ran before the carrier's timer was due
     int ran = 0;           // of them, the fiber ran at all (within 2 s)
     double slowest_ms = 0; // from the test thread's act to the fiber's run
+    long early = 0;        // suspend_until's returns before its timer with no notify() meanwhile
 };
 
 std::ostream& operator<<(std::ostream& out, const Wakeups& w) {
-    return out << "in " << w.rounds << " tries the fiber ran in " << w.ran << ", " << w.before_timer
-               << " times before the carrier's timer was due (without notify() "
-               << "only that timer wakes it); the slowest ran " << w.slowest_ms << " ms after";
+    out << "in " << w.rounds << " tries the fiber ran in " << w.ran << ", " << w.before_timer
+        << " times before the carrier's timer was due; the slowest ran " << w.slowest_ms
+        << " ms after. ";
+    // A polling carrier finds the fiber without being woken: then these wake-ups prove nothing.
+    if (w.early >= idle_early_returns)
+        return out << "But meanwhile suspend_until returned " << w.early
+                   << " times before its timer with no notify() to explain it: the carrier polls "
+                      "(an epoll_wait with a short timeout?) instead of sleeping until notify() "
+                      "wakes it";
+    return out;
 }
 
 // A fiber the test thread can ready, and how to: the act readies it and waits for it to have
@@ -199,6 +207,7 @@ using Prepare = std::function<Act(std::function<void()> ran)>;
 // timer was due.
 Wakeups wake_while_asleep(const Watched& watched, const Prepare& prepare) {
     Wakeups wakeups;
+    const long early = watched.observed->early;
     for (int i = 0; i < wake_rounds; ++i) {
         auto ran_ns = std::make_shared<std::atomic<std::int64_t>>(0);
         const Act act = prepare([ran_ns] { *ran_ns = ns_of(Clock::now()); });
@@ -211,6 +220,7 @@ Wakeups wake_while_asleep(const Watched& watched, const Prepare& prepare) {
         wakeups.slowest_ms = std::max(wakeups.slowest_ms, (*ran_ns - ns_of(acted)) / 1e6);
         if (*ran_ns < *timer) ++wakeups.before_timer;
     }
+    wakeups.early = watched.observed->early - early;
     return wakeups;
 }
 
@@ -334,6 +344,7 @@ TEST_CASE("a fiber spawned by a plain thread wakes the idle carrier, which then 
     CHECK(wakeups.ran == wakeups.rounds);
     CHECK(wakeups.rounds == wake_rounds);
     CHECK(wakeups.before_timer >= wake_rounds_needed); // notify() woke the carrier
+    CHECK(wakeups.early < idle_early_returns);         // ...and not a poll
     CHECK(wakeups.slowest_ms < late_ms);
     check_asleep(again); // a wake-up left pending makes it spin for good
 }
@@ -357,6 +368,10 @@ TEST_CASE("a plain thread opening a latch wakes the fiber parked on it at once",
         });
     });
     const Window window = watch.done();
+    // Then idle: a carrier that polls wakes by itself, and would have found the fiber anyway.
+    const Watch idling(watched);
+    std::this_thread::sleep_for(100ms);
+    const Window idle = idling.done();
     STEP(wake_rounds << " times a fiber parked on a latch (5 s limit) and the test thread opened "
                         "it while the carrier slept with at least "
                      << wake_margin.count() << " ms to go before its timer: " << wakeups);
@@ -364,10 +379,18 @@ TEST_CASE("a plain thread opening a latch wakes the fiber parked on it at once",
     CHECK(wakeups.ran == wakeups.rounds);
     CHECK(wakeups.rounds == wake_rounds);
     CHECK(wakeups.before_timer >= wake_rounds_needed); // without notify() the timer wakes it
+    CHECK(wakeups.early < idle_early_returns);         // ...unless it polls
     CHECK(wakeups.slowest_ms < late_ms);
     // Between the wake-ups it slept. (Its CPU share says little here: the window is a few ms of
     // spawning and waking fibers.)
     CHECK(window.early < idle_early_returns);
+    STEP("then the carrier idled: "
+         << idle
+         << (idle.early >= idle_early_returns
+                 ? ". It polls: it wakes by itself, so it finds a readied fiber without notify(), "
+                   "and the wake-ups above say nothing about notify()"
+                 : ""));
+    CHECK(idle.early < idle_early_returns);
 }
 
 // ---------------------------------------------------------------- task 2: wait for an fd

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <thread>
@@ -60,19 +61,24 @@ public:
     int requests() const { return requests_; }
     int open_now() const { return open_now_; }
     int most_open() const { return most_open_; }
+    // Requests that came on a connection after the server closed it: a client that hands out a
+    // dead idle connection (a retry on a fresh one then hides it from the caller).
+    int on_closed() const { return on_closed_; }
     void release() { release_ = true; }
     void drop_next(int n) { drop_ += n; }
     // Returns once the server thread has closed them (how many it closed).
     int close_idle() {
+        const int before = idle_closed_;
         close_idle_ = true;
         eventually([&] { return !close_idle_; }, 5000ms);
-        return idle_closed_;
+        return idle_closed_ - before;
     }
 
 private:
     struct Connection {
         std::string buffer;
         bool held = false, silent = false;
+        bool closed = false; // by close_idle(): its FIN is sent, but it still reads, to count
     };
 
     void serve() {
@@ -96,14 +102,25 @@ private:
                         connection.held = false;
                         answer(fd, false);
                     }
-            if (close_idle_) {
+            if (close_idle_ && fins_.empty()) {
                 std::vector<int> idle;
                 for (auto& [fd, connection] : connections_)
-                    if (connection.buffer.empty() && !connection.held && !connection.silent)
+                    if (connection.buffer.empty() && !connection.held && !connection.silent &&
+                        !connection.closed)
                         idle.push_back(fd);
-                for (const int fd : idle)
-                    close_connection(fd);
+                for (const int fd : idle) {
+                    ::shutdown(fd, SHUT_WR); // the client sees a close; a request still shows
+                    connections_[fd].closed = true;
+                }
                 idle_closed_ += static_cast<int>(idle.size());
+                fins_ = idle;
+            }
+            // close_idle() returns once the client's side has acknowledged each FIN (ours left
+            // FIN_WAIT1): from then on the client can tell the connection is closed.
+            if (close_idle_ && std::all_of(fins_.begin(), fins_.end(), [&](int fd) {
+                    return connections_.count(fd) == 0 || fin_acked(fd);
+                })) {
+                fins_.clear();
                 close_idle_ = false;
             }
             count_open();
@@ -116,6 +133,10 @@ private:
         const ssize_t got = ::recv(fd, data, sizeof data, 0);
         if (got <= 0) return close_connection(fd);
         connection.buffer.append(data, static_cast<std::size_t>(got));
+        if (connection.closed) {
+            ++on_closed_;
+            return close_connection(fd);
+        }
         std::size_t end;
         while (!connection.silent &&
                (end = connection.buffer.find("\r\n\r\n")) != std::string::npos) {
@@ -152,6 +173,12 @@ private:
         count_open();
     }
 
+    static bool fin_acked(int fd) {
+        tcp_info info{};
+        socklen_t size = sizeof info;
+        return ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) != 0 ||
+               info.tcpi_state != TCP_FIN_WAIT1;
+    }
     void count_open() {
         open_now_ = static_cast<int>(connections_.size());
         most_open_ = std::max(most_open_.load(), open_now_.load());
@@ -162,7 +189,8 @@ private:
     std::map<int, Connection> connections_; // the server thread's only
     std::atomic<bool> stop_{false}, release_{false}, close_idle_{false};
     std::atomic<int> accepted_{0}, requests_{0}, open_now_{0}, most_open_{0}, drop_{0};
-    std::atomic<int> idle_closed_{0};
+    std::atomic<int> idle_closed_{0}, on_closed_{0};
+    std::vector<int> fins_; // closed by close_idle(), their FIN not yet acknowledged
     std::thread thread_;
 };
 
@@ -469,6 +497,19 @@ TEST_CASE("a connection that fails or closes gives its place back", "[ex11][task
     CHECK(dropped);                                  // a closed connection is not open
     CHECK(after.ok);                                 // its place was given back
     CHECK(server.accepted() - accepted_before == 1); // on a fresh connection
+
+    // Once more, with no open_here() first: get() itself must not hand out the closed one (its
+    // retry on a fresh connection would hide that from the caller, not from the server).
+    const int closed_again = server.close_idle();
+    Call again;
+    REQUIRE(carrier.run([&] { again = call(client, "/ok", 1000ms); }));
+    STEP("then the server closed the "
+         << closed_again << " idle kept connection again, and at "
+         << "once get(\"/ok\") " << again << "; the server got " << server.on_closed()
+         << " requests on connections it had closed (each one a dead connection get() handed out)");
+    CHECK(closed_again == 1);
+    CHECK(again.ok);
+    CHECK(server.on_closed() == 0);
 }
 
 // ---------------------------------------------------------------- task 4 (stretch)

@@ -11,7 +11,8 @@
 //   --out        ts,status,latency_ms: one row per attempt (see spike_log.hpp). status is the
 //                HTTP status or a sentinel: -1 response timeout, -2 other transport error,
 //                -3 connect timeout (checked first), -4 still in flight when interrupted,
-//                -5 not sent (open loop: the spike fell behind its schedule by --timeout).
+//                -5 not sent (open loop: the spike fell behind its schedule by --timeout, or
+//                by all of it but 10 ms).
 //                With --rate, ts,status,latency_ms,sent_ms: ts is the intended start, the
 //                latency counts from it, sent_ms is when the request went out.
 //                [default: <build>/logs/spike.csv]
@@ -82,7 +83,8 @@ int main(int argc, char** argv) {
         "with --rate, an open loop: requests on a fixed schedule, however slow the answers. "
         "One CSV row per attempt, ts,status,latency_ms, ts being when the attempt started (ms "
         "since the spike began); status is the HTTP status or -1 response timeout, -2 other "
-        "transport error, -3 connect timeout, -4 still in flight at Ctrl+C, -5 not sent. "
+        "transport error, -3 connect timeout, -4 still in flight at Ctrl+C, -5 not sent (an open "
+        "loop that fell behind: less than 10 ms of --timeout left when a worker was free). "
         "With --rate, ts is the intended start, the latency counts from it, and a fourth "
         "column, sent_ms, says when the request went out (-1: never). Durations are seconds "
         "(fractions allowed) or carry a unit (500ms).");

@@ -7,9 +7,12 @@
 //   -3  connect timeout: the connect did not finish within --connect-timeout. Checked first: a
 //       connect that times out is -3 even when --timeout passed too.
 //   -4  interrupted: the spike was stopped (Ctrl+C) before this attempt ended
-//   -5  not sent (open loop only): when a worker was free to send it, its --timeout had already
-//       passed since its intended start. Every attempt ends by its own deadline, so only a spike
-//       that fell that far behind its schedule (starved of CPU) writes these.
+//   -5  not sent (open loop only): when a worker was free to send it, its --timeout had passed
+//       since its intended start, or less than 10 ms of it was left (a tenth of a --timeout under
+//       100 ms). Every attempt ends by its own deadline, so only a spike that fell that far behind
+//       its schedule (starved of CPU, or too few workers for its rate) writes these. One status
+//       for both: in each the spike was late and the server never saw the request; begun with
+//       a sliver left, its connect was recorded as -3, blaming the server for the spike.
 #pragma once
 
 #include "lessons/instruments/client/http_client.hpp"

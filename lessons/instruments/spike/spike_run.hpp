@@ -23,7 +23,8 @@
 // late, and its latency still counts from its intended start: the wait is part of what a user
 // arriving then would have seen (measuring from the send would hide it: coordinated omission).
 // Every deadline counts from the intended start too, so no request waits for a worker longer
-// than --timeout; one found past it is not sent (a -5 row). A closed loop whose server slows
+// than --timeout; one found past it, or with less than 10 ms of it left (spike_run.cpp), is not
+// sent (a -5 row). A closed loop whose server slows
 // sends fewer requests; an open loop sends every scheduled one (or writes why not).
 #pragma once
 
@@ -88,10 +89,10 @@ public:
 private:
     void work(int worker);
     void keep_schedule(int worker); // an open loop's worker
-    // Makes one attempt intended at `intended` and writes its row; false if the spike was
-    // interrupted (then nothing was sent).
+    // Makes one attempt intended at `intended`, begun at `sent`, and writes its row; false if
+    // the spike was interrupted (then nothing was sent).
     bool attempt_with_row(int worker, std::unique_ptr<HttpClientConnection>& connection,
-                          Clock::time_point intended, int& status);
+                          Clock::time_point intended, Clock::time_point sent, int& status);
     void worker_done();
     void close_files();
 

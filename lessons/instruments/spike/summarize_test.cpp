@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #ifndef SUMMARIZE
@@ -68,10 +69,11 @@ TEST_CASE("summarize counts goodput by arrival and percentiles by start, in the 
           "  latency: no 200s started in it; no 503s started in it\n");
 
     const std::string broken = written("summarize-broken.csv", "ts,status,latency_ms\n1,abc,2\n");
-    CHECK(run_program({SUMMARIZE, broken}, output) == 1);
+    CHECK(run_program({SUMMARIZE, broken}, output) == 2);
     CHECK(output == "summarize: " + broken + ":2: not numbers: 1,abc,2\n");
-    CHECK(run_program({SUMMARIZE, probe}, output) == 1);
+    CHECK(run_program({SUMMARIZE, probe}, output) == 2);
     CHECK(output == "summarize: " + probe + " is not a CSV with the header ts,status,latency_ms\n");
+    CHECK(run_program({SUMMARIZE, test_log_dir() + "/absent.csv"}, output) == 1); // cannot read
 }
 
 TEST_CASE("summarize reports an open loop's latency from the intended start and, beside it, from "
@@ -100,4 +102,43 @@ TEST_CASE("summarize reports an open loop's latency from the intended start and,
                     "intended in it); 503s p50 600.0 ms, p95 600.0 ms (1 intended in it)\n"
                     "  latency from the send:           200s p50 400.0 ms, p95 400.0 ms (3 "
                     "intended in it); 503s p50 100.0 ms, p95 100.0 ms (1 intended in it)\n");
+}
+
+TEST_CASE("summarize refuses a malformed row in one line and exit status 2, never a traceback or "
+          "a figure of nan",
+          "[summarize]") {
+    std::string output;
+    const auto refuses = [&](const std::string& name, const std::string& text,
+                             const std::string& words) {
+        const std::string path = written(name, text);
+        STEP("summarize " << path << ": want one line with \"" << words << "\", exit 2");
+        CHECK(run_program({SUMMARIZE, path}, output) == 2);
+        STEP("it printed: " << output);
+        CHECK(output.find(words) != std::string::npos);
+        CHECK(output.rfind("summarize: ", 0) == 0);
+        CHECK(std::count(output.begin(), output.end(), '\n') == 1);
+    };
+    const std::string header = "ts,status,latency_ms\n";
+    refuses("summarize-nan-status.csv", header + "1,nan,2\n", ":2: not finite numbers: 1,nan,2");
+    refuses("summarize-inf-status.csv", header + "1,inf,2\n", ":2: not finite numbers: 1,inf,2");
+    refuses("summarize-huge-status.csv", header + "1,1e400,2\n", ":2: not finite numbers");
+    refuses("summarize-nan-ts.csv", header + "nan,200,2\n", ":2: not finite numbers");
+    refuses("summarize-nan-sent.csv", "ts,status,latency_ms,sent_ms\n1,200,2,nan\n",
+            ":2: not finite numbers");
+    refuses("summarize-not-utf8.csv", header + "1,200,2\n1,\xff\xfe,2\n", "not UTF-8 text");
+    refuses("summarize-not-utf8-header.csv", "ts,st\xff\n", "not UTF-8 text");
+    // Far shorter than the attacker's 200 MB, and enough: what passes the limit is refused.
+    refuses("summarize-huge-field.csv", header + "1,200," + std::string(300'000, '7') + "\n",
+            ":2: a row longer than 200 characters");
+    refuses("summarize-bad-row.csv", header + "1,abc,2\n", ":2: not numbers: 1,abc,2");
+
+    const std::string good = written("summarize-good.csv", header + "0,200,1\n1000,200,1\n");
+    for (const std::string bound : {"--from", "--to"})
+        for (const std::string value : {"nan", "inf", "-inf"}) {
+            STEP("summarize " << bound << "=" << value); // "--from -inf" would read as a flag
+            CHECK(run_program({SUMMARIZE, bound + "=" + value, good}, output) == 2);
+            STEP("it printed: " << output);
+            CHECK(output.find(bound + " must be a finite number") != std::string::npos);
+            CHECK(std::count(output.begin(), output.end(), '\n') == 1);
+        }
 }

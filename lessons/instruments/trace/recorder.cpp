@@ -5,6 +5,7 @@
 #include "lessons/instruments/trace/records.hpp"
 #include "lessons/instruments/trace/trace_writer.hpp"
 
+#include <atomic>
 #include <boost/fiber/context.hpp>
 #include <boost/fiber/fss.hpp>
 #include <cstdio>
@@ -40,6 +41,7 @@ struct Tracer {
     std::vector<std::shared_ptr<Track>> tracks;
     std::mutex write_mutex; // one write at a time (SIGUSR1 and exit), and one start
     bool started = false;
+    std::atomic<std::int64_t> stop_began_ns{0}; // 0: no stop yet
 };
 
 // Never destroyed: carriers and the SIGUSR1 writer may still record while the program exits.
@@ -148,6 +150,10 @@ public:
         auto* track = static_cast<Track*>(turn.where);
         track->add(track->turns, Turn{turn.fiber, turn.start_ns, now_ns()});
     }
+    void stop_began() noexcept override {
+        std::int64_t none = 0; // the first stop counts
+        tracer().stop_began_ns.compare_exchange_strong(none, now_ns());
+    }
 };
 
 bool is_dispatcher(const boost::fibers::context* ctx) {
@@ -206,9 +212,10 @@ void start_tracing(TraceOptions options) {
     check_writable(options.path);
     t.options = std::move(options);
     t.start_ns = now_ns();
-    t.started = true;
+    // Installed only once the options are set: a thread that sees the recorder sees them.
     static auto* recorder = new Recorder; // never destroyed, as the tracer
     install_trace_recorder(*recorder);
+    t.started = true;
     observe_carrier_schedulers(&trace_carrier);
 }
 
@@ -223,7 +230,8 @@ bool write_trace() {
             std::lock_guard<std::mutex> lock(t.mutex);
             tracks = t.tracks;
         }
-        return write_tracks({t.options.path, t.options.program, t.options.window, t.start_ns},
+        return write_tracks({t.options.path, t.options.program, t.options.window, t.start_ns,
+                             t.stop_began_ns.load()},
                             tracks);
     } catch (const std::exception& e) { // out of memory copying the tracks: the server goes on
         std::fprintf(stderr, "%s: cannot write the trace to %s: %s\n", t.options.program.c_str(),

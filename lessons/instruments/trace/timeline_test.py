@@ -96,6 +96,18 @@ class TimelineTest(unittest.TestCase):
         self.assert_png(out)
         self.assertEqual(list(self.path.glob("*.tmp")), [])
 
+    def test_draws_a_hostile_target_as_text(self):
+        # Any client can send this target; a carrier's long turn is labelled with it. Parsed as
+        # matplotlib mathtext it raised ValueError ("Expected \\sqrt{value}") and no PNG was written.
+        trace = small_trace()
+        trace["traceEvents"].append(
+            {"ph": "X", "cat": "turn", "name": "conn 7 GET /cpu?ms=900&x=$\\sqrt$", "ts": 0.0,
+             "dur": 2500.0, "pid": 7, "tid": 1, "args": {"fiber": "0x7"}})
+        self.trace.write_text(json.dumps(trace))
+        result = self.timeline(self.trace, "--title", "a $ title$")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assert_png(self.path / "trace.png")
+
     def test_refuses_a_missing_file(self):
         self.assert_refused(self.timeline(self.path / "absent.json"), 1, "cannot read")
 

@@ -74,7 +74,8 @@ std::string trace_problems(const nlohmann::json& trace) {
         if (named_tracks.count(tid) == 0) problems << "track " << tid << " has no thread_name\n";
     for (auto& [tid, list] : slices) {
         std::sort(list.begin(), list.end());
-        // ts and dur are rounded to a nanosecond each: an end may pass the next start by 2 ns.
+        // ts and dur are microseconds as doubles: an end may pass the next start by a rounding
+        // error, and 2 ns are allowed.
         for (std::size_t i = 1; i < list.size(); ++i)
             if (list[i].first < list[i - 1].second - 0.002)
                 problems << "track " << tid << ": a slice at " << list[i].first

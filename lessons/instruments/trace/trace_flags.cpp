@@ -11,7 +11,7 @@ namespace {
 
 // The shortest window a trace may keep: below a millisecond a trace holds hardly one turn.
 constexpr std::chrono::milliseconds min_window{1};
-// The longest: an hour of a busy server is far more than a track's rings keep (trace.cpp), so
+// The longest: an hour of a busy server is far more than a track's rings keep (recorder.cpp), so
 // a longer window would only promise what the trace cannot hold.
 constexpr std::chrono::milliseconds max_window = std::chrono::hours(1);
 

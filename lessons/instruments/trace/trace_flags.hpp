@@ -1,9 +1,11 @@
-// The tracer (trace.hpp) as two flags of a fiber server, opted into by one line of its main():
+// The tracer (recorder.hpp) as two flags of a fiber server, opted into by one line of its main():
 //
 //   TraceFlags trace(flags); // before flags.parse()
 //
-//   --trace FILE            write a trace of the last --trace-window to FILE at exit, and
-//                           whenever the server gets SIGUSR1 (kill -USR1 PID) while it runs
+//   --trace FILE            write a trace of the last --trace-window to FILE whenever the server
+//                           gets SIGUSR1 (kill -USR1 PID) while it runs, and at exit (then the
+//                           window before the stop began, and all since). FILE: absent or a
+//                           regular file, never a device, FIFO or link
 //   --trace-window 2s       ... of this much time
 //
 // Once the flags are parsed, before the server starts any carrier, it starts tracing (or says in

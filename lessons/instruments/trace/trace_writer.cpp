@@ -16,7 +16,8 @@
 namespace trace {
 namespace {
 
-using nlohmann::json;
+// ordered: each event's keys in the order written (ph first), as trace viewers show them.
+using json = nlohmann::ordered_json;
 
 std::int64_t now_ns() {
     return std::chrono::steady_clock::now().time_since_epoch().count();
@@ -164,22 +165,35 @@ std::FILE* open_temporary(const std::string& tmp) {
     return file;
 }
 
+// Why `path` may not be replaced by a trace, or nullptr when it may: it is absent or a regular
+// file. The rename that makes FILE whole would replace whatever is there: as root, a device
+// (/dev/null), a FIFO a reader waits on, or a link (lstat: the link itself is replaced).
+const char* why_not_replace(const std::string& path) {
+    struct stat file {};
+    if (::lstat(path.c_str(), &file) != 0 || S_ISREG(file.st_mode)) return nullptr;
+    if (S_ISDIR(file.st_mode)) return "Is a directory";
+    return "not a regular file (the trace replaces only a regular file)";
+}
+
 } // namespace
 
 void check_writable(const std::string& path) {
+    // First: --trace /dev/null must not even make /dev/null.tmp.
+    if (const char* why = why_not_replace(path))
+        throw std::runtime_error("cannot write the trace to " + path + ": " + why);
     const std::string tmp = path + ".tmp";
     std::FILE* probe = open_temporary(tmp);
     if (probe == nullptr)
         throw std::runtime_error("cannot write the trace to " + path + ": " + std::strerror(errno));
     std::fclose(probe);
     std::remove(tmp.c_str());
-    struct stat file {};
-    if (::stat(path.c_str(), &file) == 0 && S_ISDIR(file.st_mode))
-        throw std::runtime_error("cannot write the trace to " + path + ": Is a directory");
 }
 
 bool write_tracks(const WriteRequest& request, const std::vector<std::shared_ptr<Track>>& tracks) {
-    const std::int64_t cutoff_ns = now_ns() - std::chrono::nanoseconds(request.window).count();
+    const std::int64_t now = now_ns();
+    const std::int64_t window_ns = std::chrono::nanoseconds(request.window).count();
+    const std::int64_t cutoff_ns =
+        (request.stop_began_ns != 0 ? request.stop_began_ns : now) - window_ns;
     // Copy each track's records, holding it for a copy's time only; resolve names afterwards.
     std::vector<Snapshot> snapshots;
     std::vector<Label> labels;
@@ -195,6 +209,13 @@ bool write_tracks(const WriteRequest& request, const std::vector<std::shared_ptr
     const Names names(std::move(labels));
 
     const char* program = request.program.c_str();
+    const auto refuse = [&](const char* why) {
+        std::fprintf(stderr, "%s: cannot write the trace to %s: %s\n", program,
+                     request.path.c_str(), why);
+        return false;
+    };
+    // Checked at start, and again now: FILE may have become something else since.
+    if (const char* why = why_not_replace(request.path)) return refuse(why);
     const std::string tmp = request.path + ".tmp";
     std::FILE* out = open_temporary(tmp);
     if (out == nullptr) {
@@ -212,6 +233,11 @@ bool write_tracks(const WriteRequest& request, const std::vector<std::shared_ptr
                  other.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     bool written = !std::ferror(out);
     written = std::fclose(out) == 0 && written;
+    // And right before the rename (a target swapped in this last moment is not caught).
+    if (const char* why = written ? why_not_replace(request.path) : nullptr) {
+        std::remove(tmp.c_str());
+        return refuse(why);
+    }
     // The rename is atomic: FILE is the previous whole trace until it is this whole trace.
     if (!written || std::rename(tmp.c_str(), request.path.c_str()) != 0) {
         std::fprintf(stderr, "%s: cannot write the trace to %s: %s\n", program,
@@ -219,8 +245,14 @@ bool write_tracks(const WriteRequest& request, const std::vector<std::shared_ptr
         std::remove(tmp.c_str());
         return false;
     }
-    std::fprintf(stderr, "%s: trace of the last %s written to %s (%zu events, %llu dropped)\n",
-                 program, format_duration(request.window).c_str(), request.path.c_str(), count,
+    std::string what = "the last " + format_duration(request.window);
+    if (request.stop_began_ns != 0)
+        what = "the " + format_duration(request.window) + " before the stop began and the " +
+               format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::nanoseconds(now - request.stop_began_ns))) +
+               " since";
+    std::fprintf(stderr, "%s: trace of %s written to %s (%zu events, %llu dropped)\n", program,
+                 what.c_str(), request.path.c_str(), count,
                  static_cast<unsigned long long>(dropped));
     return true;
 }

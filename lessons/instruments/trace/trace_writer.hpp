@@ -18,10 +18,16 @@ struct WriteRequest {
     std::string program; // otherData.program, and the name of the process track
     std::chrono::milliseconds window;
     std::int64_t start_ns; // the trace's time 0
+    // When the process was asked to stop (0: not yet). The window then ends there, and what came
+    // after is kept too: a stop that waits its grace (5 s) for a busy fiber, longer than the
+    // window (2 s), would otherwise leave a trace of nothing but the tracks' names, when what
+    // the reader wants is what that fiber was doing as the stop began.
+    std::int64_t stop_began_ns = 0;
 };
 
-// Checks now that `path` can be written (a trace that cannot be written should say so at
-// start, not when the server stops); throws std::runtime_error with the reason.
+// Checks now that `path` can be written, and is absent or a regular file (a trace that cannot be
+// written should say so at start, not when the server stops); throws std::runtime_error with
+// the reason. write_tracks() checks the second again before it replaces `path`.
 void check_writable(const std::string& path);
 
 // Copies the tracks (each held for a copy's time only) and writes the trace. Returns false, with
