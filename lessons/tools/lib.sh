@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Shared by the scripts in lessons/tools, demo/ and the lesson checkpoints. Source it; do not run it.
-# It defines: ROOT, BUILD, say, die, usage_if_asked, need_build, start_server, stop_servers,
+# It defines: ROOT, BUILD, say, die, usage_if_asked, predict_if_asked, need_build, start_server, stop_servers,
 # context_switches, cpu_ticks.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -19,6 +19,24 @@ usage_if_asked() {
         exit 0
         ;;
     esac
+}
+
+# predict_if_asked "$@" && shift: with --predict first, prints the questions of the README beside
+# the calling script (each block that begins "> **Predict"), waits for Enter when a person is at
+# the terminal, and succeeds so the caller drops the flag; otherwise fails and prints nothing.
+predict_if_asked() {
+    [ "${1:-}" = --predict ] || return 1
+    local readme questions
+    readme=$(dirname "$0")/README.md
+    questions=$(awk '/^> \*\*Predict/ { inside = 1; print "" }
+        inside && /^>/ { sub(/^> ?/, ""); print; next } { inside = 0 }' "$readme")
+    [ -n "$questions" ] || die "$readme asks no question (a block that begins \"> **Predict\")"
+    printf '%s\n' "$questions" >&2
+    if [ -t 0 ] && [ -t 2 ]; then
+        printf '\nWrite your answer down, then press Enter to run the checkpoint. ' >&2
+        read -r
+    fi
+    return 0
 }
 
 # need_build [TARGET...]: install what is missing and build these programs (default: everything),
