@@ -460,6 +460,67 @@ TEST_CASE("a connection in the middle of a request is never closed to make room"
     CHECK(body_of(held) == "held\n");
 }
 
+namespace {
+
+// Four connections on two carriers, answered and kept alive, the limit: two on carrier 0 (idle),
+// `victim` idle longest on carrier 1, and `pinner` whose GET /pin then blocks carrier 1, so
+// what the victim sends next stays in the kernel, unread by its fiber.
+struct CarrierOneBusy {
+    TestServer server{at_the_limit(4, 2)};
+    RawConnection first{server.port()}; // round robin: carrier 0, 1, 0, 1
+    RawConnection victim{server.port()};
+    RawConnection second{server.port()};
+    RawConnection pinner{server.port()};
+
+    CarrierOneBusy() {
+        for (RawConnection* client : {&first, &victim, &second, &pinner, &first, &second}) {
+            REQUIRE(client->send(get_request("/hello")));
+            REQUIRE(status_of(client->receive_response(5s)) == 200);
+        }
+        REQUIRE(pinner.send(get_request("/pin")));
+        REQUIRE(eventually([&] { return server.pinned.load(); }));
+    }
+};
+
+} // namespace
+
+TEST_CASE("a connection whose next request has begun to arrive is not idle, though its fiber "
+          "has not seen it yet",
+          "[lesson03][connector][admission]") {
+    CarrierOneBusy setup;
+    REQUIRE(setup.victim.send("GET /hello HTTP/1.1\r\n")); // half a head, unread
+    std::this_thread::sleep_for(100ms);                    // in the kernel before the newcomer
+    RawConnection newcomer(setup.server.port());
+    REQUIRE(newcomer.send(get_request("/hello")));
+    CHECK(status_of(newcomer.receive_response(10s)) == 200);
+    STEP("a newcomer was answered while carrier 1 was blocked");
+    setup.server.unpin_carrier();
+    CHECK(status_of(setup.pinner.receive_response(5s)) == 200);
+    REQUIRE(setup.victim.send("Host: x\r\n\r\n"));
+    const std::string answer = setup.victim.receive_response(5s);
+    STEP("the victim's request, begun before the newcomer came, got: '"
+         << answer.substr(0, answer.find('\r')) << "'");
+    CHECK(status_of(answer) == 200);
+    CHECK(setup.server.connector->idle_evictions() == 1); // one on carrier 0 gave way instead
+}
+
+TEST_CASE("a newcomer does not wait for a request that raced in while others are idle",
+          "[lesson03][connector][admission]") {
+    CarrierOneBusy setup;
+    REQUIRE(setup.victim.send(get_request("/hold"))); // whole, in the kernel, its fiber not run
+    std::this_thread::sleep_for(100ms);
+    RawConnection newcomer(setup.server.port());
+    REQUIRE(newcomer.send(get_request("/hello")));
+    setup.server.unpin_carrier();
+    REQUIRE(eventually([&] { return setup.server.holding == 1; }));
+    const std::string answer = newcomer.receive_response(10s);
+    STEP("the victim's GET /hold is inside the app; the newcomer got: '"
+         << answer.substr(0, answer.find('\r')) << "'");
+    CHECK(status_of(answer) == 200);
+    setup.server.hold.open();
+    CHECK(body_of(setup.victim.receive_response(5s)) == "held\n");
+}
+
 TEST_CASE("with no connection idle, a newcomer waits until one is, then takes its place",
           "[lesson03][connector][admission]") {
     TestServer server(at_the_limit(1));

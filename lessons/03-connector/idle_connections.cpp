@@ -47,6 +47,10 @@ bool IdleConnections::evict_longest_idle() {
         Waiting* oldest = chosen->oldest; // its request may have come meanwhile: then the next
         if (oldest == nullptr) continue;  // carrier emptied meanwhile: look again
         unlink(*chosen, *oldest);
+        // Bytes in the kernel that its fiber has not read yet (its carrier is busy) are a
+        // request begun: not idle. It leaves the list unharmed; look for the next.
+        char byte;
+        if (::recv(oldest->fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) continue;
         oldest->evicted_ = true;
         // Listed until now, so its fiber has not closed the descriptor: it is still this
         // connection's. The fiber's keep-alive wait ends with the end of stream this raises.

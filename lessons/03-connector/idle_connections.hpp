@@ -10,7 +10,8 @@
 //   newcomer in its place.
 //
 // Only a connection in its keep-alive wait is a candidate: one that has been answered at least
-// once and has not sent a byte of its next request. A request in progress is never cut, and
+// once and has not sent a byte of its next request (none in the kernel either, where they wait
+// while its carrier is busy: the acceptor peeks). A request in progress is never cut, and
 // neither is a new connection before its first request (it has read_timeout to send it). When no
 // connection is idle, the newcomer waits as before, for one to close or to fall idle. nginx does
 // the same when it runs out of connections: it closes "reusable" (idle keep-alive) connections,

@@ -23,8 +23,9 @@ ConnectorOptions management_options(const std::string& host, int port) {
     // Any cap can be filled by a client that keeps opening connections; the timeouts below decide
     // how dear that is. A connection that has sent no request must send one within 2 s of its
     // accept, so holding all 1,024 that way takes 500 new connections a second. Holding them with
-    // requests does not work: at the cap, a newcomer in the kernel's accept queue takes the place
-    // of the connection idle longest between its requests (fair admission, lesson 03). A parked
+    // polite requests does not work: at the cap, a newcomer in the kernel's accept queue takes the
+    // place of the connection idle longest between its requests (fair admission, lesson 03); one
+    // that always has a request in progress is bounded by the 2 s head timeout below. A parked
     // connection costs ~13 KiB.
     options.max_connections = 1024;
     options.accept_count = 128;
