@@ -76,6 +76,16 @@ TEST_CASE("lesson07 refuses an inventory URL it cannot call, in one line", "[les
                     "http:// (try --help)\n");
 }
 
+TEST_CASE("lesson07 refuses a memory budget smaller than one inventory answer", "[lesson07]") {
+    std::string output;
+    CHECK(
+        run_program({lesson07, "--inventory-memory-budget", "2000", "--inventory-max-body", "1024"},
+                    output) == 2);
+    CHECK(output == "lesson07: --inventory-memory-budget 2000 is less than one inventory answer "
+                    "may hold (a 1024-byte head and --inventory-max-body 1024): every order "
+                    "would fail (try --help)\n");
+}
+
 TEST_CASE("an order is one lookup and one downstream call, a missing one is 404",
           "[lesson07][checkpoint]") {
     create_orders();

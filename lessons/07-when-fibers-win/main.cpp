@@ -48,6 +48,15 @@ int main(int argc, char** argv) {
     PinningFlags pinning(flags); // --detect-pinning (lesson 02)
     TraceFlags trace(flags);     // --trace FILE (lesson 02)
     flags.parse(argc, argv);
+    const std::size_t one_answer =
+        caps.max_head_bytes + static_cast<std::size_t>(inventory_max_body);
+    if (static_cast<std::size_t>(inventory_memory_budget) < one_answer)
+        fail("lesson07",
+             "--inventory-memory-budget " + std::to_string(inventory_memory_budget) +
+                 " is less than one inventory answer may hold (a " +
+                 std::to_string(caps.max_head_bytes) + "-byte head and --inventory-max-body " +
+                 std::to_string(inventory_max_body) + "): every order would fail (try --help)",
+             2);
 
     std::unique_ptr<InventoryClient> inventory;
     try {
