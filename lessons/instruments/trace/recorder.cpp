@@ -30,10 +30,6 @@ constexpr std::size_t events_per_carrier = 1u << 17;
 // such tracks hold at most 77 MiB (192 bytes a record for the four kinds), not 4.8 GiB.
 constexpr std::size_t events_per_thread = 1u << 11;
 
-std::int64_t now_ns() {
-    return std::chrono::steady_clock::now().time_since_epoch().count();
-}
-
 struct Tracer {
     TraceOptions options;
     std::int64_t start_ns = 0;

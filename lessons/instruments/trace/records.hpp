@@ -2,6 +2,7 @@
 // The recorder (recorder.cpp) adds to them; the writer (trace_writer.cpp) copies them out.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -9,6 +10,13 @@
 #include <vector>
 
 namespace trace {
+
+// Every record's clock: steady (never jumps back), in nanoseconds.
+inline std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 
 // A label is stored in place, not as a std::string, so labelling costs no allocation; longer
 // labels are cut to this many characters ("conn 12 GET /work?..." stays readable).

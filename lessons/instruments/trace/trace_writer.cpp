@@ -19,10 +19,6 @@ namespace {
 // ordered: each event's keys in the order written (ph first), as trace viewers show them.
 using json = nlohmann::ordered_json;
 
-std::int64_t now_ns() {
-    return std::chrono::steady_clock::now().time_since_epoch().count();
-}
-
 std::string fiber_address(const void* fiber) {
     char text[32];
     std::snprintf(text, sizeof text, "%p", fiber);

@@ -11,10 +11,6 @@
 
 namespace {
 
-std::int64_t now_ns() {
-    return std::chrono::steady_clock::now().time_since_epoch().count();
-}
-
 trace::Label label(const void* fiber, std::int64_t at_ns, const char* text) {
     trace::Label out{fiber, at_ns, {}};
     std::strncpy(out.text, text, sizeof out.text - 1);
@@ -31,7 +27,7 @@ nlohmann::ordered_json read_json(const std::string& path) {
 
 TEST_CASE("a label a client wrote is valid JSON in the trace, and each event starts with ph",
           "[trace][unit]") {
-    const std::int64_t now = now_ns();
+    const std::int64_t now = trace::now_ns();
     auto track = std::make_shared<trace::Track>(16);
     track->tid = 1;
     track->name = "carrier-0";
