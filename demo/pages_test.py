@@ -5,7 +5,10 @@ with page.html), from their runs' own numbers.
 
 Each tool writes its page into a scratch copy of a real run's files, kept in demo/reference/:
 ladder-quick/ (`ceiling-ladder --quick`'s CSVs; ceiling_ladder_table draws the figure again) and
-lesson07-quick/ (the checkpoint's orders.csv and scaling.csv; orders_table --page). Checked:
+lesson07-quick/ (the checkpoint's orders.csv and scaling.csv; orders_table --page). Both runs:
+2026-12-05 about 10:02 and 10:04 UTC, 2 cores, load average 18 and 39 as they began. Lesson 07's
+part 2 stopped at 50 connections there (pgbench finished no transaction in its 3 s at that load),
+so its scaling.csv is scaling_table's from the points measured, 1 to 10 connections. Checked:
   1. the page is page.html filled in: the template's head, word for word, then an h1;
   2. every number of the run's table (ladder.csv; orders.csv and scaling.csv) is on the page as
      a <data> element with that value, to the digits the page shows;
