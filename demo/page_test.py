@@ -13,7 +13,9 @@ It checks, and prints each step as it goes:
   5. every figure has a text alternative (an image its alt, a drawn timeline its aria-label and
      <title>), and the headings go down one level at a time (h1, h2, h3: none skipped);
   6. a timeline zooms: a wheel turn over it narrows its viewBox, a drag then moves it along;
-  7. the page demo/page writes from DIR now is the one DIR holds (a committed page cannot drift).
+  7. printed on A4 (print media, A4's text width with 15 mm margins), no table, figure or block
+     of text is wider than the page: nothing is cut at its right edge;
+  8. the page demo/page writes from DIR now is the one DIR holds (a committed page cannot drift).
 No bound here depends on how busy the machine is: the waits are for events, with a minute each.
 """
 import json
@@ -168,6 +170,30 @@ def check_in_browser(driver, folder):
     step(f"pointing at a dot shows: {tip.text}")
     check_readable(driver)
     check_zoom(driver)
+    check_print(driver)
+
+
+A4_TEXT_PX = round((210 - 2 * 15) / 25.4 * 96)  # A4's width less page.html's margins, CSS px
+
+
+def check_print(driver):
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": A4_TEXT_PX, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        wide = driver.execute_script(
+            "window.dispatchEvent(new Event('beforeprint'));"
+            "const edge = document.documentElement.clientWidth + 1;"
+            "return [...document.querySelectorAll('table, figure, figure img, figure svg, pre')]"
+            ".filter(e => e.getBoundingClientRect().right > edge || e.scrollWidth > e.clientWidth + 1)"
+            ".map(e => e.tagName + ' ' + (e.id || e.getAttribute('src') || '') + ' ' +"
+            " Math.round(Math.max(e.getBoundingClientRect().right, e.scrollWidth)))")
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+    if wide:
+        fail(f"printed on A4 ({A4_TEXT_PX} px of text width) these are cut: " + ", ".join(wide))
+    step(f"printed on A4 ({A4_TEXT_PX} px wide) every table, figure and block of text fits")
 
 
 def check_readable(driver):
