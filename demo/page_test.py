@@ -10,7 +10,12 @@ It checks, and prints each step as it goes:
   3. every number the page marks (<data data-key>) equals SUMMARY.txt's, and every number of
      SUMMARY.txt is on the page;
   4. pointing at a dot of a latency figure shows a tooltip naming that row's status;
-  5. the page demo/page writes from DIR now is the one DIR holds (a committed page cannot drift).
+  5. every figure has a text alternative (an image its alt, a drawn timeline its aria-label and
+     <title>), and the headings go down one level at a time (h1, h2, h3: none skipped);
+  6. a timeline zooms: a wheel turn over it narrows its viewBox, a drag then moves it along;
+  7. printed on A4 (print media, A4's text width with 15 mm margins), no table, figure or block
+     of text is wider than the page: nothing is cut at its right edge;
+  8. the page demo/page writes from DIR now is the one DIR holds (a committed page cannot drift).
 No bound here depends on how busy the machine is: the waits are for events, with a minute each.
 """
 import json
@@ -163,6 +168,83 @@ def check_in_browser(driver, folder):
     if not tip.text.startswith(ax["labels"][label]):
         fail(f"the tooltip says '{tip.text}', expected the status {ax['labels'][label]}")
     step(f"pointing at a dot shows: {tip.text}")
+    check_readable(driver)
+    check_zoom(driver)
+    check_print(driver)
+
+
+A4_TEXT_PX = round((210 - 2 * 15) / 25.4 * 96)  # A4's width less page.html's margins, CSS px
+
+
+def check_print(driver):
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": A4_TEXT_PX, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        wide = driver.execute_script(
+            "window.dispatchEvent(new Event('beforeprint'));"
+            "const edge = document.documentElement.clientWidth + 1;"
+            "return [...document.querySelectorAll('table, figure, figure img, figure svg, pre')]"
+            ".filter(e => e.getBoundingClientRect().right > edge || e.scrollWidth > e.clientWidth + 1)"
+            ".map(e => e.tagName + ' ' + (e.id || e.getAttribute('src') || '') + ' ' +"
+            " Math.round(Math.max(e.getBoundingClientRect().right, e.scrollWidth)))")
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+    if wide:
+        fail(f"printed on A4 ({A4_TEXT_PX} px of text width) these are cut: " + ", ".join(wide))
+    step(f"printed on A4 ({A4_TEXT_PX} px wide) every table, figure and block of text fits")
+
+
+def check_readable(driver):
+    drawn = driver.execute_script(
+        "return [...document.querySelectorAll('figure svg[role=img], figure > svg')].map(v =>"
+        " [v.id, v.getAttribute('aria-label') || '', (v.querySelector(':scope > title') || {})"
+        ".textContent || ''])")
+    for ident, label, title in drawn:
+        if not label.strip() or not title.strip():
+            fail(f"the drawn figure {ident} has no text alternative (aria-label '{label}', "
+                 f"title '{title}')")
+    levels = driver.execute_script(
+        "return [...document.querySelectorAll('h1,h2,h3,h4,h5,h6')].map(h => [h.tagName, "
+        "h.textContent])")
+    last = 0
+    for tag, text in levels:
+        level = int(tag[1])
+        if level > last + 1:
+            fail(f"the heading '{text}' is an {tag.lower()} after an h{last}: a level skipped")
+        last = level
+    if not levels or levels[0][0] != "H1":
+        fail("the page does not begin with an h1")
+    step(f"{len(drawn)} drawn figures with a text alternative; {len(levels)} headings in order")
+
+
+def check_zoom(driver):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+    inner = driver.execute_script(
+        "const v = document.querySelector('figure.timeline svg.zoom');"
+        "if (v) v.scrollIntoView({block: 'center'}); return v;")
+    if inner is None:
+        fail("the page has no zoomable timeline")
+
+    def view():
+        box = driver.execute_script("return arguments[0].getAttribute('viewBox')", inner)
+        return [float(v) for v in box.split()]
+    before = view()
+    # A real wheel turn (an input event through the browser, as a mouse makes it) over its middle.
+    ActionChains(driver).scroll_from_origin(ScrollOrigin.from_element(inner), 0, -300).perform()
+    zoomed = view()
+    if not zoomed[2] < before[2]:
+        fail(f"a wheel turn over the timeline left its viewBox at {zoomed} (was {before})")
+    ActionChains(driver).move_to_element(inner).click_and_hold().move_by_offset(-200, 0) \
+        .release().perform()
+    dragged = view()
+    if not (dragged[0] > zoomed[0] and dragged[2] == zoomed[2]):
+        fail(f"a drag along the zoomed timeline left its viewBox at {dragged} (was {zoomed})")
+    shown = driver.execute_script("return document.querySelector('.zoom-range').textContent")
+    step(f"the timeline zooms: viewBox {before[0]:g} {before[2]:g} -> {zoomed[0]:g} {zoomed[2]:g}"
+         f" (wheel) -> {dragged[0]:g} {dragged[2]:g} (drag): {shown}")
 
 
 def main():

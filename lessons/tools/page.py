@@ -6,14 +6,20 @@ reader should check is written with `number()`: a <data> element whose value a t
 with the file it came from. Figures stay beside the page in its folder (relative links), so the
 page is small and opens from file:// with no network. A figure may carry its axes' geometry
 (`axes_geometry`, saved by whoever drew it) and some of its points: hovering then names the point.
+A timeline (`Page.timeline`) is drawn here as inline SVG from a trace's slices, so the reader can
+zoom it to a few milliseconds (wheel, drag, or the buttons) with no library and no download.
+`machine()` is the table of cores, load and versions a page ends with.
 
 Only the standard library: the page is written wherever the demo runs.
 """
 import html
 import json
 import math
+import os
 import pathlib
+import platform
 import string
+import subprocess
 
 TEMPLATE = pathlib.Path(__file__).resolve().with_name("page.html")
 
@@ -65,6 +71,40 @@ def point_row(x, y, label):
     return [round(x, 3), round(y, 3) if y < 10 else round(y, 1), label]
 
 
+# The Debian packages whose versions a results page names (absent ones say so).
+PACKAGES = ("g++-12", "libcpp-httplib-dev", "libboost-fiber1.74-dev", "libpq-dev", "postgresql-15",
+            "python3-matplotlib", "wrk", "golang-go", "nodejs")
+
+
+def machine(load_before):
+    """(name, value) rows: the machine, its load before (the caller read /proc/loadavg when its
+    run began) and now, after; the packages' versions. For pages written as the run ends."""
+    cpu = next((line.split(":", 1)[1].strip() for line in
+                pathlib.Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown CPU")
+    rows = [("machine", f"{os.cpu_count()} cores of an {cpu}"),
+            ("system", f"{platform.system()} {platform.release()}"),
+            ("load before the run", f"{load_before} (1, 5 and 15 minute averages)"),
+            ("load after the run", " ".join(pathlib.Path("/proc/loadavg").read_text().split()[:3]))]
+    for package in PACKAGES:
+        found = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package],
+                               capture_output=True, text=True)
+        rows.append((package, found.stdout.strip() if found.returncode == 0 else "not installed"))
+    return rows
+
+
+# A timeline's geometry in SVG units: time runs 0..TIME_UNITS across the window, whatever its
+# length; rows are ROW_UNITS high (thinner past LABELLED_ROWS, where every k-th row is named).
+TIME_UNITS = 1000
+ROW_UNITS = 14
+LABELLED_ROWS = 40
+LABEL_PX = 150  # the left column for the rows' names
+TICKS = 6
+WAIT_FILL = {"pool.borrow": "#d62728", "executor.queue": "#ff7f0e", "socket.read": "#1f77b4",
+             "socket.write": "#17becf", "gate reject": "#9467bd", "gate admit": "#e377c2",
+             "pool.borrow timeout": "#8b0000", "downstream": "#2ca02c", "pool.hold": "#bcbd22"}
+
+
 class Page:
     def __init__(self, title):
         self.title = title
@@ -111,6 +151,52 @@ class Page:
             self.parts.append(f'<script type="application/json" id="{ident}">{data}</script>')
         self.parts.append(f'<figure><img src="{esc(name)}" alt="{esc(alt)}"{hover}>'
                           f"<figcaption>{caption}</figcaption></figure>")
+
+    def timeline(self, rows, window_ms, alt, caption):
+        """A zoomable timeline, inline SVG. `rows`: [(name, [(start ms, length ms, kind)])], time
+        from the window's start, kind "turn" (a black bar, upper half) or a wait's name (a
+        coloured bar, lower half; overlapping waits darken). page.html's script zooms the inner
+        <svg>'s viewBox: a wheel, a drag, the buttons, or a double click to see it all again."""
+        self.hovers += 1
+        ident = f"timeline-{self.hovers}"
+        row = ROW_UNITS if len(rows) <= LABELLED_ROWS else max(3, 600 // len(rows))
+        every = 1 if len(rows) <= LABELLED_ROWS else math.ceil(len(rows) / LABELLED_ROWS)
+        height = len(rows) * row
+        k = TIME_UNITS / window_ms
+        shapes, labels = [], []
+        for i, (name, slices) in enumerate(rows):
+            y = i * row
+            if i % every == 0:
+                labels.append(f'<text x="{LABEL_PX - 4}" y="{y + row * 0.75:g}" '
+                              f'text-anchor="end">{esc(name)}</text>')
+            for start, length, kind in slices:
+                top, fill = (y + 1, "#000") if kind == "turn" else \
+                    (y + row / 2, WAIT_FILL.get(kind, "#7f7f7f"))
+                # A stroke that does not scale keeps a 10 µs turn one pixel wide at any zoom.
+                shapes.append(f'<rect x="{start * k:.3f}" y="{top:g}" width="{length * k:.3f}" '
+                              f'height="{row / 2 - 1:g}" fill="{fill}" stroke="{fill}"'
+                              f'{" fill-opacity=.5" if kind != "turn" else ""}>'
+                              f"<title>{esc(kind)} {start:.3f}+{length:.3f} ms</title></rect>")
+        kinds = sorted({kind for _, slices in rows for _, _, kind in slices} - {"turn"})
+        legend = " ".join(f'<span style="color:{WAIT_FILL.get(kind, "#7f7f7f")}">■</span> '
+                          f"{esc(kind)}" for kind in kinds)
+        ticks = "".join(f'<text class="tick" x="0" y="{height + 14}"></text>' for _ in range(TICKS))
+        self.parts.append(
+            f'<figure class="timeline"><div class="zoom-buttons">'
+            f'<button type="button" data-zoom-step="0.5">zoom in</button> '
+            f'<button type="button" data-zoom-step="2">zoom out</button> '
+            f'<button type="button" data-zoom-step="0">whole window</button> '
+            f'<span class="zoom-range"></span></div>'
+            f'<svg id="{ident}" role="img" aria-label="{esc(alt)}" width="100%" '
+            f'height="{height + 20}" data-window-ms="{window_ms:g}" data-label-px="{LABEL_PX}">'
+            f"<title>{esc(alt)}</title><g class=\"names\">{''.join(labels)}</g>"
+            f'<svg class="zoom" x="{LABEL_PX}" y="0" width="1" height="{height}" '
+            f'viewBox="0 0 {TIME_UNITS} {height}" preserveAspectRatio="none">'
+            f'<rect class="pan" width="{TIME_UNITS}" height="{height}" fill="#fafafa"/>'
+            f"{''.join(shapes)}</svg>{ticks}</svg>"
+            f"<figcaption>{caption} Black: turns; {legend or 'no waits'}. <em>Turn the wheel over "
+            f"it to zoom (down to a tenth of a millisecond), drag to move along, double-click "
+            f"for the whole window.</em></figcaption></figure>")
 
     def raw(self, markup):
         self.parts.append(markup)
