@@ -81,6 +81,11 @@ class Snags(unittest.TestCase):
         self.assert_snag("```sh\nlessons/04-pool/checkpoint --pool-timeout soon\n```\n",
                          "exited 2: lesson04: --pool-timeout: 'soon' is not a duration")
 
+    def test_a_checkpoint_takes_predict_first_itself(self):
+        self.assert_clean("```sh\nlessons/01-one-thread/checkpoint --predict --keep-alive\n```\n")
+        self.assert_snag("```sh\nlessons/01-one-thread/checkpoint --keep-alive --predict\n```\n",
+                         "--help does not list --predict")
+
     def test_a_script_flag_its_help_does_not_list(self):
         self.assert_snag("```sh\nlessons/tools/pg-cluster start /tmp/x --portt 1\n```\n",
                          "lessons/tools/pg-cluster --help does not list --portt")
