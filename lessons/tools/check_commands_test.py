@@ -81,6 +81,11 @@ class Snags(unittest.TestCase):
         self.assert_snag("```sh\nlessons/04-pool/checkpoint --pool-timeout soon\n```\n",
                          "exited 2: lesson04: --pool-timeout: 'soon' is not a duration")
 
+    def test_a_checkpoint_takes_predict_first_itself(self):
+        self.assert_clean("```sh\nlessons/01-one-thread/checkpoint --predict --keep-alive\n```\n")
+        self.assert_snag("```sh\nlessons/01-one-thread/checkpoint --keep-alive --predict\n```\n",
+                         "--help does not list --predict")
+
     def test_a_script_flag_its_help_does_not_list(self):
         self.assert_snag("```sh\nlessons/tools/pg-cluster start /tmp/x --portt 1\n```\n",
                          "lessons/tools/pg-cluster --help does not list --portt")
@@ -104,6 +109,33 @@ class Snags(unittest.TestCase):
                          "the build has no target check99")
         self.assert_snag("```sh\nctest --test-dir build -L lesson99\n```\n",
                          "no test is labelled lesson99")
+
+    def test_a_command_that_writes_a_tracked_file(self):
+        # Lesson 02's figure commands once overwrote the committed figures when pasted.
+        self.assert_snag("```sh\nlessons/instruments/trace/timeline build/logs/t.json --out "
+                         "lessons/02-fibers/timeline-pinned.png\n```\n",
+                         "it writes lessons/02-fibers/timeline-pinned.png, which the repository "
+                         "tracks")
+        self.assert_snag("```sh\necho hi > lessons/GLOSSARY.md\n```\n", "which the repository tracks")
+        self.assert_snag("Run `demo/run --out demo/reference` to see.\n",
+                         "it writes demo/reference, which the repository tracks")
+        self.assert_clean("```sh\nlessons/instruments/trace/timeline build/logs/t.json --out "
+                          "build/logs/t.png\necho hi > /tmp/x.txt\n```\n")
+
+    def test_a_command_that_says_it_remakes_committed_files(self):
+        self.assert_clean("```sh\n# Redraws the committed figure: overwrites it on purpose.\n"
+                          "lessons/instruments/trace/timeline build/logs/t.json --out "
+                          "lessons/02-fibers/timeline-pinned.png\n```\n")
+
+    def test_a_block_that_uses_a_server_before_it_listens(self):
+        # Exercise 12's block once started hey before lesson05 listened: 4,507 refused.
+        started = "```sh\nbuild/bin/lesson01 --port 8080 &\n"
+        self.assert_snag(started + "hey -n 1 http://127.0.0.1:8080/hello\nkill %1\n```\n",
+                         "build/bin/lesson01 was started in the background above and nothing "
+                         "waits for it to listen")
+        self.assert_clean(started + "curl -s --retry 50 --retry-delay 0 --retry-connrefused "
+                          "http://127.0.0.1:8080/hello\nhey -n 1 http://127.0.0.1:8080/hello\n"
+                          "kill %1\n```\n")
 
     def test_a_missing_text_is_one_line_not_a_traceback(self):
         run = subprocess.run([str(TOOL), "no-such-README.md"], capture_output=True, text=True,
