@@ -322,6 +322,11 @@ TEST_CASE("the scaling curve has both wirings and pgbench at each count, switche
                     output, std::chrono::minutes(3));
     INFO("scaling: " << output);
     REQUIRE(status == 0);
+    // What tells noise from a mistake: the machine's load around the run, and how far the rounds
+    // of one point came apart (two by default).
+    CHECK(output.find("load average before: ") != std::string::npos);
+    CHECK(output.find("load average after: ") != std::string::npos);
+    CHECK(output.find("spread of the 2 rounds") != std::string::npos);
     std::ifstream csv(out + "/scaling.csv");
     std::string header;
     std::getline(csv, header);

@@ -88,6 +88,7 @@ spike_server() {
     local title="$name: a closed loop of $WORKERS workers, then $OPEN_RATE/s on schedule"
     /usr/bin/python3 "$ROOT/lessons/instruments/spike/loops_figure" \
         --title "$title on at most $OPEN_WORKERS connections" \
+        --steady "$STEADY_FROM" "$(awk -v r="$RAMP" -v h="$HOLD" 'BEGIN { print r + h }')" \
         "$SPIKE_OUT/$name.csv" "$SPIKE_OUT/$name-open.csv" "$SPIKE_OUT/$name-loops.png"
     echo "  figure: $SPIKE_OUT/$name-loops.png"
 }

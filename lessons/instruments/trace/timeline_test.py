@@ -10,6 +10,7 @@ trace; no PNG is left behind by a refusal. Standard library only (the script nee
 """
 import json
 import pathlib
+import struct
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,35 @@ def small_trace():
     ]
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"program": "timeline_test", "window_s": 2, "dropped_events": 0}}
+
+
+def many_threads_trace(threads=200):
+    """A platform executor's 200 threads beside one carrier: each thread runs one request and
+    waits in pool.borrow inside it, except the last two, which only name themselves (idle in the
+    window, as 2 of the demo's 200 were). Times in µs."""
+    pid = 7
+    events = [{"ph": "M", "name": "thread_name", "pid": pid, "tid": 0,
+               "args": {"name": "carrier-0"}},
+              {"ph": "X", "cat": "turn", "name": "accept", "ts": 0.0, "dur": 10.0, "pid": pid,
+               "tid": 0}]
+    for i in range(threads):
+        tid = 100 + i
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                       "args": {"name": f"platform-{i}"}})
+        if i >= threads - 2:
+            continue
+        events.append({"ph": "X", "cat": "turn", "name": "GET /work", "ts": 5.0 * i,
+                       "dur": 2000.0, "pid": pid, "tid": tid})
+        events.append({"ph": "b", "cat": "wait", "name": "pool.borrow", "id": i, "ts": 5.0 * i,
+                       "pid": pid, "tid": tid, "args": {"outcome": "ok"}})
+        events.append({"ph": "e", "cat": "wait", "name": "pool.borrow", "id": i,
+                       "ts": 5.0 * i + 1000, "pid": pid, "tid": tid})
+    return {"traceEvents": events, "otherData": {"program": "timeline_test", "window_s": 3}}
+
+
+def png_size(path):
+    """(width, height) in pixels, from the PNG's IHDR chunk."""
+    return struct.unpack(">II", path.read_bytes()[16:24])
 
 
 class TimelineTest(unittest.TestCase):
@@ -107,6 +137,18 @@ class TimelineTest(unittest.TestCase):
         result = self.timeline(self.trace, "--title", "a $ title$")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assert_png(self.path / "trace.png")
+
+    def test_draws_many_threads_as_a_strip_that_counts_them_all(self):
+        # The demo's 200 platform threads were 198 rows a few pixels high (two were idle), unreadable
+        # at a README's size, under a caption that said 200.
+        self.trace.write_text(json.dumps(many_threads_trace()))
+        out = self.path / "many.png"
+        result = self.timeline(self.trace, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assert_png(out)
+        self.assertIn("200 platform threads drawn as a strip", result.stderr)
+        width, height = png_size(out)
+        self.assertLess(height, 600, f"{width}x{height}: a row per thread again?")
 
     def test_refuses_a_missing_file(self):
         self.assert_refused(self.timeline(self.path / "absent.json"), 1, "cannot read")
