@@ -5,3 +5,7 @@
 #include "lessons/01-one-thread/benchmark_routes.hpp"
 
 extern const BenchmarkWait fiber_sleep;
+
+// The same wait for servers that hold thousands of sleeping requests (lesson 03 on): before a long
+// sleep the fiber gives back the stack pages it no longer uses (release_stack_below_here).
+extern const BenchmarkWait lean_fiber_sleep;

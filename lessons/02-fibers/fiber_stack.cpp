@@ -1,10 +1,62 @@
 #include "lessons/02-fibers/fiber_stack.hpp"
 
-#if defined(__SANITIZE_ADDRESS__)
 #include <cstdint>
-#include <dlfcn.h>
 #include <map>
 #include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace {
+
+// Every live fiber stack, so that a fiber can find its own from an address on it (and so can
+// AddressSanitizer's helpers below). Touched once per fiber start and end, and per release.
+std::mutex stacks_mutex;
+std::map<std::uintptr_t, std::uintptr_t> stacks; // bottom -> top of every live fiber stack
+
+void remember(const boost::context::stack_context& stack, bool live) {
+    const auto top = reinterpret_cast<std::uintptr_t>(stack.sp);
+    std::lock_guard<std::mutex> lock(stacks_mutex);
+    if (live) {
+        stacks[top - stack.size] = top;
+    } else {
+        stacks.erase(top - stack.size);
+    }
+}
+
+StackSpan stack_at(std::uintptr_t at) {
+    std::lock_guard<std::mutex> lock(stacks_mutex);
+    auto above = stacks.upper_bound(at);
+    if (above == stacks.begin()) return {};
+    const auto [bottom, top] = *std::prev(above);
+    if (at >= top) return {};
+    return {reinterpret_cast<char*>(bottom), reinterpret_cast<char*>(top)};
+}
+
+} // namespace
+
+StackSpan current_fiber_stack() {
+    char here;
+    return stack_at(reinterpret_cast<std::uintptr_t>(&here));
+}
+
+std::size_t release_stack_below_here() {
+    // The wait that follows calls a little deeper than this frame (the scheduler, the switch):
+    // the page those frames need stays, so that they do not fault it straight back in.
+    constexpr std::uintptr_t kept_below = 512;
+    char here;
+    const auto at = reinterpret_cast<std::uintptr_t>(&here);
+    const StackSpan stack = stack_at(at);
+    if (stack.bottom == nullptr) return 0;
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(stack.bottom) + page; // guard
+    const std::uintptr_t to = (at - kept_below) & ~(page - 1);
+    if (to <= from) return 0;
+    if (::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED) != 0) return 0;
+    return to - from;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <dlfcn.h>
 #include <sanitizer/asan_interface.h>
 
 // AddressSanitizer support for fiber stacks. Without it, ASan reports errors that are not there:
@@ -21,34 +73,18 @@
 //     catching frame, which is dead by then.
 namespace {
 
-std::mutex stacks_mutex;
-std::map<std::uintptr_t, std::uintptr_t> stacks; // bottom -> top of every live fiber stack
-
 void unpoison(const boost::context::stack_context& stack) {
     // The stack grows down: sp is its top, sp - size its bottom.
     ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(stack.sp) - stack.size, stack.size);
 }
 
-void remember(const boost::context::stack_context& stack, bool live) {
-    const auto top = reinterpret_cast<std::uintptr_t>(stack.sp);
-    std::lock_guard<std::mutex> lock(stacks_mutex);
-    if (live) {
-        stacks[top - stack.size] = top;
-    } else {
-        stacks.erase(top - stack.size);
-    }
-}
-
 // Unpoisons the fiber stack that `address` lies on, from its bottom up to `address`, or to its
 // top when `whole` (nothing happens on a thread's own stack: ASan looks after those).
 void unpoison_fiber_stack_at(const char* address, bool whole) {
-    const auto at = reinterpret_cast<std::uintptr_t>(address);
-    std::lock_guard<std::mutex> lock(stacks_mutex);
-    auto above = stacks.upper_bound(at);
-    if (above == stacks.begin()) return;
-    const auto [bottom, top] = *std::prev(above);
-    if (at >= top) return;
-    ASAN_UNPOISON_MEMORY_REGION(reinterpret_cast<void*>(bottom), (whole ? top : at) - bottom);
+    const StackSpan stack = stack_at(reinterpret_cast<std::uintptr_t>(address));
+    if (stack.bottom == nullptr) return;
+    char* const end = whole ? stack.top : const_cast<char*>(address);
+    ASAN_UNPOISON_MEMORY_REGION(stack.bottom, static_cast<std::size_t>(end - stack.bottom));
 }
 
 template <typename Function> Function next_definition(const char* name) {
@@ -98,13 +134,16 @@ void FiberStack::deallocate(boost::context::stack_context& stack) noexcept {
     inner_.deallocate(stack);
 }
 
-#else // without ASan a fiber stack needs no bookkeeping
+#else // without ASan a fiber stack needs only to be remembered
 
 boost::context::stack_context FiberStack::allocate() {
-    return inner_.allocate();
+    boost::context::stack_context stack = inner_.allocate();
+    remember(stack, true);
+    return stack;
 }
 
 void FiberStack::deallocate(boost::context::stack_context& stack) noexcept {
+    remember(stack, false);
     inner_.deallocate(stack);
 }
 

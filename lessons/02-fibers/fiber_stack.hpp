@@ -10,6 +10,8 @@
 //    exceptions unwinding a fiber stack, need help. fiber_stack.cpp gives it. ASan's
 //    use-after-return detector must stay off (detect_stack_use_after_return=0): its fake frames
 //    are freed by stack-pointer comparisons that fiber switches defeat (see lessons/tools/test).
+// And one more: a page a deep call touched stays resident after the call returns. A fiber about to
+// park for long can give such pages back (release_stack_below_here, below).
 #pragma once
 
 #include <boost/context/protected_fixedsize_stack.hpp>
@@ -25,3 +27,18 @@ public:
 private:
     boost::context::protected_fixedsize_stack inner_;
 };
+
+// The calling fiber's stack, [bottom, top), guard page included; empty (nullptrs) when the caller
+// runs on a thread's own stack or on a stack FiberStack did not allocate.
+struct StackSpan {
+    char* bottom = nullptr;
+    char* top = nullptr;
+};
+StackSpan current_fiber_stack();
+
+// Gives the kernel back the pages of the calling fiber's stack below its stack pointer
+// (madvise MADV_DONTNEED; they read as zeros if touched again). Deep calls that returned, like
+// cpp-httplib's std::regex router, leave pages resident that a parked fiber does not need: call it
+// before a long wait (Photon does the same). Costs one system call, and a page fault per page
+// touched again later. Returns the bytes given back (0 off a fiber stack).
+std::size_t release_stack_below_here();

@@ -1,14 +1,19 @@
-// Fiber stacks under AddressSanitizer: the unit suite also runs in an ASan build, where these
-// would fail without the bookkeeping in fiber_stack.cpp.
+// Fiber stacks: under AddressSanitizer (the unit suite also runs in an ASan build, where the first
+// test would fail without the bookkeeping in fiber_stack.cpp), and giving back unused pages.
 #include "lessons/02-fibers/carrier.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
 #include "lessons/common/test_support.hpp"
 
 #include <boost/fiber/operations.hpp>
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -18,6 +23,27 @@ int throw_from_depth(int depth) {
     frame[0] = static_cast<char>(depth);
     if (depth == 0) throw std::runtime_error("from the bottom");
     return throw_from_depth(depth - 1) + frame[0];
+}
+
+// Touches `bytes` of stack below the caller, then returns (noinline: one frame per call).
+[[gnu::noinline]] int touch_stack(int bytes) {
+    volatile char frame[1024];
+    frame[0] = 1;
+    frame[sizeof frame - 1] = 1;
+    return bytes <= 1024 ? frame[0] : touch_stack(bytes - 1024) + frame[0];
+}
+
+// Resident pages of the stack the caller runs on, counted by mincore(2): what RSS counts of it.
+std::size_t resident_stack_pages() {
+    const StackSpan stack = current_fiber_stack();
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t size = static_cast<std::size_t>(stack.top - stack.bottom);
+    std::vector<unsigned char> resident(size / page);
+    if (::mincore(stack.bottom, size, resident.data()) != 0) return 0;
+    std::size_t count = 0;
+    for (unsigned char r : resident)
+        count += r & 1u;
+    return count;
 }
 
 } // namespace
@@ -46,4 +72,36 @@ TEST_CASE("exceptions thrown and caught on many fibers leave their stacks usable
     } // stop(): waits for every fiber
     STEP("20 fibers each threw and caught 400 exceptions, yielding in between");
     CHECK(caught == 20 * 400);
+}
+
+TEST_CASE("a fiber gives back the stack pages below its stack pointer and keeps its own frames",
+          "[lesson02][fiber_stack]") {
+    STEP("off a fiber stack nothing is given back");
+    CHECK(release_stack_below_here() == 0);
+    std::size_t deep = 0, released_bytes = 0, after = 0, again = 0;
+    int kept = 0;
+    {
+        Carrier carrier("test-carrier", {}, 256 * 1024);
+        carrier.spawn([&] {
+            volatile int mine = 42; // a frame above the stack pointer: must survive
+            touch_stack(64 * 1024);
+            deep = resident_stack_pages();
+            released_bytes = release_stack_below_here();
+            after = resident_stack_pages();
+            boost::this_fiber::yield(); // parks and resumes on the shallow stack
+            kept = mine;
+            touch_stack(64 * 1024); // the pages come back, as zeros, when needed
+            again = resident_stack_pages();
+        });
+    }
+    STEP("a fiber touched 64 KiB of stack: " << deep << " resident pages; released "
+                                             << released_bytes << " bytes; then " << after
+                                             << " resident pages; " << again
+                                             << " after touching 64 KiB again");
+    CHECK(deep >= 16);
+    CHECK(released_bytes >= 64 * 1024);
+    CHECK(after + 15 <= deep);
+    CHECK(after <= 3);
+    CHECK(kept == 42);
+    CHECK(again >= 16);
 }

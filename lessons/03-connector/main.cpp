@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     flags.parse(argc, argv);
 
     HttpApp app; // routes as in lessons 01 and 02: cpp-httplib's router, our sockets
-    add_benchmark_routes(app, fiber_sleep, on_fiber, sleep);
+    add_benchmark_routes(app, lean_fiber_sleep, on_fiber, sleep);
     Connector connector(app, options);
     run_until_shutdown(connector, "lesson03");
 }
