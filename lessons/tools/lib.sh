@@ -22,14 +22,16 @@ usage_if_asked() {
 }
 
 # predict_if_asked "$@" && shift: with --predict first, prints the questions of the README beside
-# the calling script (each block that begins "> **Predict"), waits for Enter when a person is at
-# the terminal, and succeeds so the caller drops the flag; otherwise fails and prints nothing.
+# the calling script (each block that begins "> **Predict"), as plain text (without the quote's
+# "> ", the bold's ** and the code's backticks), waits for Enter when a person is at the
+# terminal, and succeeds so the caller drops the flag; otherwise fails and prints nothing.
 predict_if_asked() {
     [ "${1:-}" = --predict ] || return 1
     local readme questions
     readme=$(dirname "$0")/README.md
     questions=$(awk '/^> \*\*Predict/ { inside = 1; print "" }
-        inside && /^>/ { sub(/^> ?/, ""); print; next } { inside = 0 }' "$readme")
+        inside && /^>/ { sub(/^> ?/, ""); gsub(/\*\*|`/, ""); print; next }
+        { inside = 0 }' "$readme")
     [ -n "$questions" ] || die "$readme asks no question (a block that begins \"> **Predict\")"
     printf '%s\n' "$questions" >&2
     if [ -t 0 ] && [ -t 2 ]; then
