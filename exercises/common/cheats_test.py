@@ -16,7 +16,9 @@ naming the cheat, when
 - a process of the hand-in's tests is still alive after the grader exits;
 - a line of the reference solution shows in the grader's output or results;
 - the hand-in's own scripts ran (it leaves cheat-setup-ran when they do).
-Builds in $BUILD/cheats. Standard library and GNU patch only.
+Hands in at $BUILD/cheats; the grader builds in $BUILD/grading, the tree every grading test
+shares (CTest gives them turns: RESOURCE_LOCK exercises_build). Standard library and GNU patch
+only.
 """
 import json
 import os
@@ -29,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("BUILD") or REPO / "build").resolve()
 HERE = BUILD / "cheats"
+GRADING = BUILD / "grading"  # where exercises/grade builds and runs the tests
 HANDIN = HERE / "handin"  # one path for every hand-in: the build folders are reused
 NOT_HANDED_OUT = {".git", "solutions", "build"}
 CLASSROOM50_ENV = {
@@ -68,7 +71,7 @@ def graded(number):
     """(score by exercises/grade, score by autograder.py, their output, their results' text)."""
     report = HERE / "grade-results.json"
     report.unlink(missing_ok=True)
-    env = {**os.environ, "BUILD": str(HERE / "build")}
+    env = {**os.environ, "BUILD": str(BUILD)}
     by_grade = subprocess.run([str(REPO / "exercises" / "grade"), number, "--root",
                                str(HANDIN / "exercises"), "--json", str(report)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -77,7 +80,7 @@ def graded(number):
     if not (bundle / "course").is_symlink():
         (bundle / "course").symlink_to(REPO)
     env = {**os.environ, **{k: v.format(number=number) for k, v in CLASSROOM50_ENV.items()},
-           "CLASSROOM50_BUNDLE_DIR": str(bundle), "BUILD": str(HERE / "build")}
+           "CLASSROOM50_BUNDLE_DIR": str(bundle), "BUILD": str(BUILD)}
     by_autograder = subprocess.run(["/usr/bin/python3", str(REPO / "exercises" / "classroom50" /
                                                              "autograder.py")],
                                    cwd=HANDIN, env=env, stdout=subprocess.PIPE,
@@ -90,7 +93,8 @@ def graded(number):
 
 
 def survivors():
-    """Processes whose program or command line is in HERE: a graded test's leftovers."""
+    """Processes whose program is in the grading tree or whose command line is in the hand-in:
+    a graded test's leftovers."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
@@ -98,7 +102,7 @@ def survivors():
             line = (proc / "cmdline").read_bytes().decode(errors="replace") if exe else ""
         except OSError:
             continue
-        if str(HERE) in exe or (str(HANDIN) in line and "exercises/grade" not in line):
+        if str(GRADING) in exe or str(HERE) in exe or (str(HANDIN) in line and "exercises/grade" not in line):
             found.append(f"{proc.name}: {exe}")
     return found
 

@@ -415,8 +415,8 @@ class GraderTest(unittest.TestCase):
         """Hand-ins of exercise 04 whose stubs crash, do not compile and hang, and one solved:
         each costs its own points only, and each is told for what it is.
 
-        They are graded in $BUILD/grader-selftest with a build folder of their own, kept between
-        runs so that only the first run pays for compiling the test framework."""
+        The hand-ins are in $BUILD/grader-selftest; they are built in $BUILD/grading, the tree
+        every grading test shares, so the test framework is compiled once for all of them."""
         base = BUILD / "grader-selftest"
         original = ROOT / "04-spike-report"
         functions = ('std::vector<SpikeRow> read_spike_csv(std::istream&) {{ {0} }}\n'
@@ -438,7 +438,6 @@ class GraderTest(unittest.TestCase):
             write_if_changed(handin / "spike_report.cpp", source)
             # A short time limit per test, so the hung ones cost seconds, not minutes.
             code, output[variant], report = grade("--root", str(base / variant),
-                                                  build=base / "build",
                                                   env={"GRADED_TEST_SECONDS": "3"})
             self.assertEqual(code, 0 if variant == "solved" else 1, output[variant])
             by_name[variant] = report["exercises"][0]
@@ -469,10 +468,10 @@ class GraderTest(unittest.TestCase):
             self.assertTrue(test["story"][0].startswith("HANG: the test never finished"))
             self.assertIn("SIGTERM", "\n".join(test["story"]))
         self.assertTrue(any("its last step: " in t["story"][0] for t in hung))
-        self.assertEqual(processes_running(base / "build" / "grading" / "build" / "bin"), [])
+        self.assertEqual(processes_running(BUILD / "grading" / "build" / "bin"), [])
 
         # Mistakes a user can make get one line and exit status 2.
-        code, output, _ = grade("no-such-exercise", build=base / "build")
+        code, output, _ = grade("no-such-exercise")
         self.assertEqual(code, 2)
         self.assertIn("no exercise named 'no-such-exercise'", output)
 

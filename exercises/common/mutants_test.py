@@ -12,12 +12,15 @@ the first '---'). An exercise whose tests give a mutant full marks does not test
 asks for. The mutants live with the solutions because their diffs quote them: a handout without
 solutions/ has none.
 
-For each exercise this makes, in $BUILD/mutants/lane-N/exercises/, a copy of the exercise folder
-with the solution's files in place of the stub's, and grades it once per mutant with the
-mutant's patch applied, through Classroom 50's autograder.py as its runner would run it (the lane's
-folder as the checkout, a bundle whose course is this repository), which runs `exercises/grade
---root $BUILD/mutants/lane-N/exercises NN`, in the lane's build folder. Two lanes of exercises run side by side (LANES). It prints each
-mutant's score and the tests it failed, and fails, naming the mutant, when
+For each exercise this makes, in $BUILD/mutants/checkout/exercises/, a copy of the exercise
+folder with the solution's files in place of the stub's, and grades it once per mutant with the
+mutant's patch applied, through Classroom 50's autograder.py as its runner would run it (that
+folder's parent as the checkout, a bundle whose course is this repository), which runs
+`exercises/grade --root $BUILD/mutants/checkout/exercises NN`. The grader builds in the grading
+tree every grading test shares, $BUILD/grading (CTest gives them turns: RESOURCE_LOCK
+exercises_build), so the lessons' libraries are compiled once for all of them and a mutant
+recompiles only the files it changes. It prints each mutant's score and the tests it failed,
+and fails, naming the mutant, when
 - a mutant gets full marks: the tests do not catch it (or result.json's score is not the
   grader's);
 - a mutant passes no test at all: a subtle mistake keeps most of the work right, so this one
@@ -25,12 +28,10 @@ mutant's score and the tests it failed, and fails, naming the mutant, when
 - a patch has no description line, no longer applies cleanly, or does not compile;
 - an exercise has fewer than MIN_MUTANTS mutants.
 The unpatched copies are not graded: exercises_solutions_get_full_marks grades the same sources
-with the same tests. The build folders are kept between runs, so a run compiles only the files
-the mutants change.
+with the same tests.
 
 Standard library and GNU patch only.
 """
-import concurrent.futures
 import json
 import os
 import re
@@ -38,7 +39,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -47,7 +47,7 @@ AUTOGRADER = REPO / "exercises" / "classroom50" / "autograder.py"
 EXERCISES = REPO / "exercises"
 SOLUTIONS = REPO / "solutions"
 BUILD = Path(os.environ.get("BUILD") or REPO / "build").resolve()
-HERE = BUILD / "mutants"  # build folders of its own: the grader refuses one made for other exercises
+HERE = BUILD / "mutants"  # the copies, the bundle and the logs; the build is $BUILD/grading
 
 # Two at least: one mutant that loses points could be a lucky shot; two show the tests look at
 # more than one thing. Below it the test fails and names the exercise.
@@ -58,11 +58,6 @@ DESCRIPTION = re.compile(r"^# \S.*$")
 
 # Where an exercise's mutants are, in its solution's folder.
 MUTANTS = "mutants"
-
-# The grader builds one exercise at a time (mostly one large test source, on one core) and runs
-# its tests one at a time: two lanes of exercises, each with its own build folder, keep both
-# cores of a CI runner busy. More would only compete for them.
-LANES = min(2, os.cpu_count() or 1)
 
 
 def fail_now(message):
@@ -128,9 +123,9 @@ def patched(exercise, files, patch):
     return result
 
 
-def grade(copy, build, log):
+def grade(copy, log):
     """Grades the copy through Classroom 50's autograder.py (which runs exercises/grade, the
-    course's, from its bundle), in the lane's folder as the checkout. Returns (the grader's
+    course's, from its bundle), in the copy's checkout folder. Returns (the grader's
     --json report of this exercise or None, result.json's score or None, seconds)."""
     checkout = copy.parent.parent
     for stale in ("grade-results.json", "result.json"):
@@ -139,7 +134,7 @@ def grade(copy, build, log):
     bundle.mkdir(parents=True, exist_ok=True)
     if not (bundle / "course").is_symlink():
         (bundle / "course").symlink_to(REPO)
-    env = {**os.environ, "BUILD": str(build), "CLASSROOM50_BUNDLE_DIR": str(bundle),
+    env = {**os.environ, "BUILD": str(BUILD), "CLASSROOM50_BUNDLE_DIR": str(bundle),
            "CLASSROOM": "mutants", "ASSIGNMENT": f"{copy.name[:2]}-mutant",
            "SUBMISSION_TAG": "submit/mutant", "COMMIT_URL": "https://example.org/commit/0",
            "RELEASE_URL": "https://example.org/release/0"}
@@ -160,7 +155,7 @@ def lost(report):
     return [f"{t['name']} ({t['verdict']})" for t in report["tests"] if t["verdict"] != "pass"]
 
 
-def mutants_of(exercise, copy, files, build):
+def mutants_of(exercise, copy, files):
     """Grades each mutant of one exercise. Returns (the lines to print, the problems)."""
     lines, problems = [exercise.name], []
     folder = SOLUTIONS / exercise.name / MUTANTS
@@ -182,7 +177,7 @@ def mutants_of(exercise, copy, files, build):
         for file, data in variant.items():
             write_if_changed(copy / file, data)
         log = HERE / "logs" / f"{exercise.name}--{patch.stem}.log"
-        report, classroom_score, seconds = grade(copy, build, log)
+        report, classroom_score, seconds = grade(copy, log)
         if report is None or not report["built"]:
             problems.append(f"{name} does not compile, so it loses its points for nothing "
                             f"(log: {log})")
@@ -201,43 +196,19 @@ def mutants_of(exercise, copy, files, build):
     return lines, problems
 
 
-def lane(number, everyone, graded, report):
-    """One lane: its own copies of its exercises and its own build folder (the grader builds for
-    one folder of exercises). Every exercise of the lane is copied, graded or not, so the build
-    folder always knows them all; when the lane's set changes, its build folder starts afresh."""
-    folder = HERE / f"lane-{number}"
-    names = folder / "exercises.txt"
-    listed = "".join(f"{e.name}\n" for e in everyone)
-    if names.exists() and names.read_text() != listed:
-        shutil.rmtree(folder)
-    copies = {e.name: prepare(e, folder / "exercises") for e in everyone}
-    names.write_text(listed)
-    for exercise in graded:
-        report(*mutants_of(exercise, *copies[exercise.name], folder / "build"))
-
-
 def main():
     if shutil.which("patch") is None:
         fail_now("GNU patch is not installed; lessons/tools/setup --no-build installs it")
     began = time.monotonic()
     (HERE / "logs").mkdir(parents=True, exist_ok=True)
-    everyone, graded = exercises([]), exercises(sys.argv[1:])
-    problems, printing = [], threading.Lock()
+    problems = []
+    checkout = HERE / "checkout" / "exercises"
+    for exercise in exercises(sys.argv[1:]):
+        lines, found = mutants_of(exercise, *prepare(exercise, checkout))
+        print("\n".join(lines), flush=True)
+        problems.extend(found)
 
-    def report(lines, found):
-        with printing:
-            print("\n".join(lines), flush=True)
-            problems.extend(found)
-
-    # Dealt in turns, the same way every run, so each lane's build folder stays warm.
-    lanes = [everyone[i::LANES] for i in range(LANES)]
-    with concurrent.futures.ThreadPoolExecutor(LANES) as pool:
-        runs = [pool.submit(lane, i + 1, mine, [e for e in graded if e in mine], report)
-                for i, mine in enumerate(lanes)]
-        for run in runs:
-            run.result()
-
-    print(f"\n{time.monotonic() - began:.0f} s in all, {LANES} lane(s)")
+    print(f"\n{time.monotonic() - began:.0f} s in all")
     if problems:
         print("\nFAILED:\n" + "\n".join(f"  {p}" for p in problems))
         return 1
