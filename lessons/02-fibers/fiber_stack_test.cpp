@@ -94,10 +94,9 @@ TEST_CASE("a fiber gives back the stack pages below its stack pointer and keeps 
             again = resident_stack_pages();
         });
     }
-    STEP("a fiber touched 64 KiB of stack: " << deep << " resident pages; released "
-                                             << released_bytes << " bytes; then " << after
-                                             << " resident pages; " << again
-                                             << " after touching 64 KiB again");
+    STEP("a fiber touched 64 KiB of stack: "
+         << deep << " resident pages; released " << released_bytes << " bytes; then " << after
+         << " resident pages; " << again << " after touching 64 KiB again");
     CHECK(deep >= 16);
     CHECK(released_bytes >= 64 * 1024);
     CHECK(after + 15 <= deep);
