@@ -147,6 +147,34 @@ void Connector::start() {
             options_.carrier_name + "-" + std::to_string(i),
             [] { use_carrier_algorithm<Reactor>(); }, options_.fiber_stack_size));
     carriers_[0]->spawn([this, fd = listen_fd_] { accept_loop(fd); });
+    if (options_.keep_alive_timeout.count() > 0) // 0: kept-alive connections never time out
+        for (std::size_t i = 0; i < carriers_.size(); ++i)
+            carriers_[i]->spawn([this, i] { time_out_idle_connections(i); });
+}
+
+// The keep-alive timeout of every connection on one carrier: sleeps until the wait that began
+// first falls due, closes it (and any other due), and sleeps again. On the way it lightens the
+// connections idle for a second (idle_connections.hpp).
+void Connector::time_out_idle_connections(std::size_t carrier) {
+    trace_label_fiber("keep-alive timer");
+    // A year is forever here; a longer span would overflow the clock's arithmetic below.
+    const auto timeout = std::min<std::chrono::milliseconds>(options_.keep_alive_timeout,
+                                                             std::chrono::hours(24 * 365));
+    // A connection quiet this long is likely to stay so; lightening it costs a wake, a madvise
+    // and a few page faults at its next request, so not sooner, and in batches (the second).
+    constexpr auto lighten_after = std::chrono::seconds(1);
+    constexpr auto lighten_batch = std::chrono::milliseconds(250);
+    std::unique_lock<boost::fibers::mutex> lock(timer_mutex_);
+    while (!stopping_) {
+        const auto now = std::chrono::steady_clock::now();
+        const auto oldest = idle_->close_idle_before(carrier, now - timeout);
+        const auto heaviest = idle_->lighten_idle_before(carrier, now - lighten_after);
+        // A wait that begins later falls due `timeout` after now, or later.
+        Deadline next = oldest.value_or(now) + timeout;
+        if (heaviest)
+            next = std::min(next, std::max(*heaviest + lighten_after, now + lighten_batch));
+        timer_stop_.wait_until(lock, next, [this] { return stopping_.load(); });
+    }
 }
 
 void Connector::accept_loop(int listen_fd) {
@@ -267,18 +295,16 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
         // A client that pipelines requests would keep this fiber busy without a single wait,
         // starving the other connections on this carrier: give them a turn between requests.
         if (stream.has_buffered_input()) boost::this_fiber::yield();
-        // The keep-alive wait: a parked fiber, no thread.
-        const Deadline next_request_by =
-            served == 0 ? first_head_by : deadline_after(options_.keep_alive_timeout);
-        bool evicted = false;
-        if (served == 0 || stream.has_buffered_input()) {
-            if (stream.wait_for_request(next_request_by) != FiberStream::Arrival::request) break;
-        } else {
-            // Answered and idle: a newcomer at max_connections may take this connection's place.
-            IdleConnections::Waiting idle(*idle_, carrier, fd);
+        bool shut = false;
+        if (served == 0) {
+            if (stream.wait_for_request(first_head_by) != FiberStream::Arrival::request) break;
+        } else if (!stream.has_buffered_input()) {
+            // The keep-alive wait: a parked fiber, no thread, no timer of its own (the carrier's
+            // keep-alive timer ends it). A newcomer at max_connections may take its place.
+            IdleConnections::Waiting idle(*idle_, carrier, socket);
             if (waiting_for_idle_) wake_acceptor();
-            const FiberStream::Arrival arrival = stream.wait_for_request(next_request_by);
-            evicted = idle.end();
+            const FiberStream::Arrival arrival = stream.wait_for_request(no_deadline);
+            shut = idle.end();
             if (arrival != FiberStream::Arrival::request) break;
         }
         std::optional<Refusal> refusal;
@@ -295,8 +321,8 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
         }
         if (tracing())
             trace_label_fiber("conn %d %s", fd, method_and_target(stream.head()).c_str());
-        // A request that raced with its connection's eviction is answered, and is the last.
-        const bool last = ++served >= options_.keep_alive_requests || stopping_ || evicted;
+        // A request that raced with its connection's eviction or timeout is answered, the last.
+        const bool last = ++served >= options_.keep_alive_requests || stopping_ || shut;
         bool client_asked_to_close = false;
         // Parse, route, handle, respond: where that runs is the executor's choice.
         const bool keep_going = executor_([&] {
@@ -364,6 +390,10 @@ void Connector::begin_stop() {
     {
         std::lock_guard<boost::fibers::mutex> lock(slot_mutex_);
         slot_freed_.notify_all();
+    }
+    {
+        std::lock_guard<boost::fibers::mutex> lock(timer_mutex_);
+        timer_stop_.notify_all();
     }
     // Idle connections are parked in their keep-alive wait: shutting their read side makes that
     // wait end at once. Busy ones finish their request first. Each carrier does its own.

@@ -121,6 +121,7 @@ private:
 
     void accept_loop(int listen_fd);
     void wait_for_room(Watch& listener);
+    void time_out_idle_connections(std::size_t carrier);
     void serve_connection(int fd, std::size_t carrier);
     bool read_checked_head(FiberStream& stream, Deadline deadline,
                            std::optional<Refusal>& refusal) const;
@@ -147,6 +148,9 @@ private:
     // Fair admission at the limit: the connections in their keep-alive wait, by carrier.
     std::unique_ptr<IdleConnections> idle_;
     std::atomic<std::uint64_t> idle_evictions_{0};
+    // Each carrier's keep-alive timer sleeps here between timeouts; stop() wakes them all.
+    boost::fibers::mutex timer_mutex_;
+    boost::fibers::condition_variable timer_stop_;
     // Open sockets per carrier, touched only by that carrier's fibers: stop() sends each carrier
     // a fiber that shuts its idle connections down.
     std::vector<std::unordered_set<int>> sockets_by_carrier_;

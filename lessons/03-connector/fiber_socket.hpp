@@ -43,6 +43,12 @@ public:
 
     int fd() const { return watch_.fd; }
 
+    // Asks the fiber parked reading this socket, if any, to give back the stack pages it does
+    // not use while it waits (Reactor::lighten_reader). Call it on the socket's carrier.
+    void lighten_reader() {
+        if (watch_.reactor != nullptr) watch_.reactor->lighten_reader(watch_);
+    }
+
     // For a connection kept idle between uses (a client's kept connection): leave_reactor()
     // unregisters it from its carrier's reactor, on that carrier, after which any thread may
     // close it (a timer that closes idle connections: the reactor holds no pointer to it any

@@ -7,8 +7,8 @@ IdleConnections::IdleConnections(std::size_t carriers) {
         lists_.push_back(std::make_unique<List>());
 }
 
-IdleConnections::Waiting::Waiting(IdleConnections& list, std::size_t carrier, int fd)
-    : list_(list), carrier_(carrier), fd_(fd), since_(std::chrono::steady_clock::now()) {
+IdleConnections::Waiting::Waiting(IdleConnections& list, std::size_t carrier, FiberSocket& socket)
+    : list_(list), carrier_(carrier), socket_(socket), since_(std::chrono::steady_clock::now()) {
     List& mine = *list_.lists_[carrier_];
     std::lock_guard<std::mutex> lock(mine.mutex);
     older_ = mine.newest;
@@ -20,7 +20,7 @@ bool IdleConnections::Waiting::end() {
     List& mine = *list_.lists_[carrier_];
     std::lock_guard<std::mutex> lock(mine.mutex);
     if (listed_) unlink(mine, *this);
-    return evicted_;
+    return shut_;
 }
 
 void IdleConnections::unlink(List& list, Waiting& waiting) {
@@ -46,17 +46,48 @@ bool IdleConnections::evict_longest_idle() {
         std::lock_guard<std::mutex> lock(chosen->mutex);
         Waiting* oldest = chosen->oldest; // its request may have come meanwhile: then the next
         if (oldest == nullptr) continue;  // carrier emptied meanwhile: look again
-        unlink(*chosen, *oldest);
-        // Bytes in the kernel that its fiber has not read yet (its carrier is busy) are a
-        // request begun: not idle. It leaves the list unharmed; look for the next.
-        char byte;
-        if (::recv(oldest->fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) continue;
-        oldest->evicted_ = true;
-        // Listed until now, so its fiber has not closed the descriptor: it is still this
-        // connection's. The fiber's keep-alive wait ends with the end of stream this raises.
-        ::shutdown(oldest->fd_, SHUT_RD);
-        return true;
+        if (shut_if_idle(*chosen, *oldest)) return true;
     }
+}
+
+std::optional<std::chrono::steady_clock::time_point>
+IdleConnections::close_idle_before(std::size_t carrier,
+                                   std::chrono::steady_clock::time_point cutoff) {
+    List& list = *lists_[carrier];
+    std::lock_guard<std::mutex> lock(list.mutex);
+    while (list.oldest != nullptr && list.oldest->since_ < cutoff)
+        shut_if_idle(list, *list.oldest);
+    if (list.oldest == nullptr) return std::nullopt;
+    return list.oldest->since_;
+}
+
+std::optional<std::chrono::steady_clock::time_point>
+IdleConnections::lighten_idle_before(std::size_t carrier,
+                                     std::chrono::steady_clock::time_point cutoff) {
+    List& list = *lists_[carrier];
+    std::lock_guard<std::mutex> lock(list.mutex);
+    // The lightened ones are the oldest: walk past them to the first that is not.
+    Waiting* waiting = list.oldest;
+    for (; waiting != nullptr && waiting->since_ < cutoff; waiting = waiting->newer_) {
+        if (waiting->lightened_) continue;
+        waiting->lightened_ = true;
+        waiting->socket_.lighten_reader();
+    }
+    if (waiting == nullptr) return std::nullopt;
+    return waiting->since_;
+}
+
+bool IdleConnections::shut_if_idle(List& list, Waiting& waiting) {
+    unlink(list, waiting);
+    // Bytes in the kernel that its fiber has not read yet (its carrier is busy) are a request
+    // begun: not idle. It leaves the list unharmed.
+    char byte;
+    if (::recv(waiting.socket_.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) return false;
+    waiting.shut_ = true;
+    // Listed until now, so its fiber has not closed the descriptor: it is still this
+    // connection's. The fiber's keep-alive wait ends with the end of stream this raises.
+    ::shutdown(waiting.socket_.fd(), SHUT_RD);
+    return true;
 }
 
 bool IdleConnections::any() const {

@@ -25,12 +25,26 @@
 // entry is still listed, under that carrier's mutex, so the descriptor cannot have been closed
 // and reused meanwhile. The connection's own fiber, woken on its own carrier by the end of
 // stream, sees it is evicted and closes its socket itself, as stop() makes idle connections do.
+//
+// The same list enforces the keep-alive timeout. Every wait is given the same span, so waits fall
+// due in the order they began, oldest first: a queue, not a tree. A timer per wait in Boost.Fiber's
+// sleep queue (a tree ordered by time) cost every request an insert and an erase among hundreds of
+// other fibers' entries (at 200 connections, 2-3 % of the connector's profile, and more in cache
+// misses). Instead one fiber per carrier sleeps until its oldest wait falls due and shuts that
+// connection's read side, as eviction does (Connector::time_out_idle_connections).
+//
+// And the same fiber lightens connections that stay idle: a second into its wait, a connection's
+// fiber is asked to give back the stack pages its last request touched (lighten_idle_before), so
+// that an idle kept-alive connection holds about one page of stack instead of three.
 #pragma once
+
+#include "lessons/03-connector/fiber_socket.hpp"
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 class IdleConnections {
@@ -43,25 +57,26 @@ public:
     // fiber, its carrier's index). Listed at construction, unlisted at the end or destruction.
     class Waiting {
     public:
-        Waiting(IdleConnections& list, std::size_t carrier, int fd);
+        Waiting(IdleConnections& list, std::size_t carrier, FiberSocket& socket);
         ~Waiting() { end(); }
         Waiting(const Waiting&) = delete;
         Waiting& operator=(const Waiting&) = delete;
-        // Leaves the list. True when a newcomer took this connection's place meanwhile: its read
-        // side is shut, and the connection must close (after the request that raced in, if one
-        // did).
+        // Leaves the list. True when its read side was shut meanwhile (a newcomer took its place,
+        // or its keep-alive timeout passed): the connection must close (after the request that
+        // raced in, if one did).
         bool end();
 
     private:
         friend class IdleConnections;
         IdleConnections& list_;
         std::size_t carrier_;
-        int fd_;
+        FiberSocket& socket_;
         std::chrono::steady_clock::time_point since_;
         Waiting* older_ = nullptr; // the list, oldest first
         Waiting* newer_ = nullptr;
         bool listed_ = true;
-        bool evicted_ = false;
+        bool shut_ = false;
+        bool lightened_ = false;
     };
 
     // From any thread (the acceptor): shuts down the read side of the connection that has waited
@@ -69,6 +84,17 @@ public:
     bool evict_longest_idle();
     // Whether any connection is in its keep-alive wait now.
     bool any() const;
+
+    // The keep-alive timeout, for one carrier's list (call it on that carrier): shuts down the
+    // read side of each connection whose wait began before `cutoff`, so that it closes. Returns
+    // when the oldest wait left began, or nullopt when none is left.
+    std::optional<std::chrono::steady_clock::time_point>
+    close_idle_before(std::size_t carrier, std::chrono::steady_clock::time_point cutoff);
+    // Asks each connection of one carrier whose wait began before `cutoff` (once per wait) to
+    // give back its idle stack pages (FiberSocket::lighten_reader). Call it on that carrier.
+    // Returns when the oldest wait not yet lightened began, or nullopt when every one is.
+    std::optional<std::chrono::steady_clock::time_point>
+    lighten_idle_before(std::size_t carrier, std::chrono::steady_clock::time_point cutoff);
 
 private:
     // One carrier's connections in their keep-alive wait, oldest first.
@@ -78,6 +104,7 @@ private:
         Waiting* newest = nullptr;
     };
     static void unlink(List& list, Waiting& waiting);
+    static bool shut_if_idle(List& list, Waiting& waiting);
 
     std::vector<std::unique_ptr<List>> lists_; // by carrier
 };

@@ -1,5 +1,6 @@
 #include "lessons/03-connector/reactor.hpp"
 
+#include "lessons/02-fibers/fiber_stack.hpp"
 #include "lessons/common/tracing.hpp"
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include <utility>
 
 namespace {
 
@@ -94,8 +96,9 @@ void Reactor::remove(Watch& watch) {
 }
 
 bool Reactor::wait(Watch& watch, Direction direction, Deadline deadline) {
-    if (direction == Direction::read && watch.hung_up) return true;
-    bool& ready = direction == Direction::read ? watch.readable : watch.writable;
+    const bool read = direction == Direction::read;
+    bool& ready = read ? watch.readable : watch.writable;
+    if (read && watch.hung_up) return true;
     if (ready) {
         // An edge arrived since we last looked; it may predate the caller's EAGAIN, in which
         // case the caller's retry sees EAGAIN again and the next wait really parks.
@@ -103,7 +106,21 @@ bool Reactor::wait(Watch& watch, Direction direction, Deadline deadline) {
         return true;
     }
     TraceWait traced(traced_as(direction)); // a span in --trace's timeline
-    return park(direction == Direction::read ? watch.reader : watch.writer, deadline);
+    while (park(read ? watch.reader : watch.writer, deadline)) {
+        if (!(read && watch.lighten)) return true;
+        // Woken by lighten_reader(), not by the socket: give the pages back and wait on,
+        // unless the socket's edge came meanwhile.
+        watch.lighten = false;
+        release_stack_below_here();
+        if (watch.hung_up || std::exchange(ready, false)) return true;
+    }
+    return false;
+}
+
+void Reactor::lighten_reader(Watch& watch) {
+    if (watch.reader == nullptr) return; // not parked reading (woken meanwhile): nothing to do
+    watch.lighten = true;
+    wake(watch.reader, watch.readable);
 }
 
 bool Reactor::wait_once(int fd, Direction direction, Deadline deadline) {

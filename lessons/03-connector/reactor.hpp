@@ -43,6 +43,8 @@ struct Watch {
     // The peer sent an urgent (TCP out-of-band) byte. Linux ends a read at its mark, so from now
     // on a short read no longer means the kernel held nothing more (FiberSocket::wait_readable).
     bool urgent = false;
+    // lighten_reader() woke the reader: not the socket, but a request to give back its stack.
+    bool lighten = false;
     boost::fibers::context* reader = nullptr; // the fiber parked until readable, if any
     boost::fibers::context* writer = nullptr;
 };
@@ -63,6 +65,11 @@ public:
     // `deadline`. Returns false on timeout. May return true spuriously: retry the syscall.
     // Call it only after the syscall said EAGAIN: an edge that came before is not repeated.
     bool wait(Watch& watch, Direction direction, Deadline deadline);
+
+    // For a fiber long parked until `watch` is readable (an idle kept-alive connection): wakes it
+    // just long enough to give back the stack pages below its wait (release_stack_below_here)
+    // and parks it again; its wait() goes on as if nothing happened. Call it on this carrier.
+    void lighten_reader(Watch& watch);
 
     // The same for a socket this reactor does not own (a database connection that fibers of
     // several carriers use in turn): registered for this one wait only.

@@ -12,9 +12,11 @@
 #include <climits>
 #include <cstring>
 #include <future>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -69,6 +71,26 @@ void busy_until(std::chrono::steady_clock::time_point until) {
 // 2^32 ms (49.7 days) and a bit: squeezed into a 32-bit int, that is just `bit`.
 std::chrono::milliseconds wraps_to(std::chrono::milliseconds bit) {
     return std::chrono::milliseconds(1LL << 32) + bit;
+}
+
+// Touches `bytes` of the caller's stack in a chain of calls, which then return.
+int touch_stack(std::size_t bytes) {
+    volatile char frame[1024];
+    frame[0] = 1;
+    frame[sizeof frame - 1] = 1;
+    return bytes <= 1024 ? frame[0] : touch_stack(bytes - 1024) + frame[0];
+}
+
+// Pages of [bottom, top) in memory, counted by mincore(2): what RSS counts of them.
+std::size_t resident_pages(const StackSpan& span) {
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const auto size = static_cast<std::size_t>(span.top - span.bottom);
+    std::vector<unsigned char> resident(size / page);
+    if (::mincore(span.bottom, size, resident.data()) != 0) return 0;
+    std::size_t count = 0;
+    for (unsigned char r : resident)
+        count += r & 1u;
+    return count;
 }
 
 template <typename Task> bool run_on_carrier(Carrier& carrier, Task task) {
@@ -292,4 +314,50 @@ TEST_CASE("deadline_after saturates instead of overflowing", "[lesson03][reactor
     }
     CHECK(deadline_after(milliseconds(0)) == no_deadline);
     CHECK(deadline_after(milliseconds(-5)) == no_deadline);
+}
+
+TEST_CASE("a reader asked to lighten gives back its stack pages and goes on waiting",
+          "[lesson03][reactor]") {
+    // What the keep-alive timer does to a connection idle for a second (idle_connections.hpp).
+    for (const bool data_comes_with_the_request : {false, true}) {
+        Carrier carrier("test-carrier", reactor(), 256 * 1024);
+        SocketPair pair;
+        FiberSocket* waiting = nullptr;
+        StackSpan stack;
+        std::size_t deep = 0, lightened = 0;
+        bool returned_early = false;
+        std::string received;
+        auto reader = std::async(std::launch::async, [&] {
+            return run_on_carrier(carrier, [&] {
+                FiberSocket socket(pair.fds[0]);
+                touch_stack(64 * 1024); // a deep request, over by now
+                stack = current_fiber_stack();
+                deep = resident_pages(stack);
+                waiting = &socket;
+                char buffer[16] = {};
+                const ssize_t n = socket.receive(buffer, sizeof buffer, no_deadline);
+                received.assign(buffer, n > 0 ? static_cast<std::size_t>(n) : 0);
+            });
+        });
+        REQUIRE(run_on_carrier(carrier, [&] {
+            while (waiting == nullptr) // the reader parks in the same turn that sets it
+                boost::this_fiber::sleep_for(1ms);
+            if (data_comes_with_the_request) REQUIRE(::write(pair.fds[1], "ping", 4) == 4);
+            waiting->lighten_reader();
+            boost::this_fiber::sleep_for(10ms); // the reader lightens and parks again
+            lightened = resident_pages(stack);
+            returned_early = !received.empty();
+        }));
+        STEP((data_comes_with_the_request ? "data and the request came together; " : "")
+             << "the reader's stack: " << deep << " resident pages after a deep call, " << lightened
+             << " after it was asked to lighten");
+        if (!data_comes_with_the_request) {
+            CHECK(deep >= 16);
+            CHECK(lightened <= 3);
+            CHECK_FALSE(returned_early); // still waiting: there was nothing to read
+            REQUIRE(::write(pair.fds[1], "ping", 4) == 4);
+        }
+        REQUIRE(reader.get());
+        CHECK(received == "ping");
+    }
 }
