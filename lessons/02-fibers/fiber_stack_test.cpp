@@ -11,9 +11,6 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <sys/mman.h>
-#include <unistd.h>
-#include <vector>
 
 namespace {
 
@@ -25,25 +22,10 @@ int throw_from_depth(int depth) {
     return throw_from_depth(depth - 1) + frame[0];
 }
 
-// Touches `bytes` of stack below the caller, then returns (noinline: one frame per call).
-[[gnu::noinline]] int touch_stack(int bytes) {
-    volatile char frame[1024];
-    frame[0] = 1;
-    frame[sizeof frame - 1] = 1;
-    return bytes <= 1024 ? frame[0] : touch_stack(bytes - 1024) + frame[0];
-}
-
-// Resident pages of the stack the caller runs on, counted by mincore(2): what RSS counts of it.
+// Resident pages of the stack the caller runs on: what RSS counts of it.
 std::size_t resident_stack_pages() {
     const StackSpan stack = current_fiber_stack();
-    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t size = static_cast<std::size_t>(stack.top - stack.bottom);
-    std::vector<unsigned char> resident(size / page);
-    if (::mincore(stack.bottom, size, resident.data()) != 0) return 0;
-    std::size_t count = 0;
-    for (unsigned char r : resident)
-        count += r & 1u;
-    return count;
+    return resident_pages(stack.bottom, stack.top);
 }
 
 } // namespace

@@ -12,11 +12,9 @@
 #include <climits>
 #include <cstring>
 #include <future>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
-#include <vector>
 
 namespace {
 
@@ -71,26 +69,6 @@ void busy_until(std::chrono::steady_clock::time_point until) {
 // 2^32 ms (49.7 days) and a bit: squeezed into a 32-bit int, that is just `bit`.
 std::chrono::milliseconds wraps_to(std::chrono::milliseconds bit) {
     return std::chrono::milliseconds(1LL << 32) + bit;
-}
-
-// Touches `bytes` of the caller's stack in a chain of calls, which then return.
-int touch_stack(std::size_t bytes) {
-    volatile char frame[1024];
-    frame[0] = 1;
-    frame[sizeof frame - 1] = 1;
-    return bytes <= 1024 ? frame[0] : touch_stack(bytes - 1024) + frame[0];
-}
-
-// Pages of [bottom, top) in memory, counted by mincore(2): what RSS counts of them.
-std::size_t resident_pages(const StackSpan& span) {
-    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const auto size = static_cast<std::size_t>(span.top - span.bottom);
-    std::vector<unsigned char> resident(size / page);
-    if (::mincore(span.bottom, size, resident.data()) != 0) return 0;
-    std::size_t count = 0;
-    for (unsigned char r : resident)
-        count += r & 1u;
-    return count;
 }
 
 template <typename Task> bool run_on_carrier(Carrier& carrier, Task task) {
@@ -332,7 +310,7 @@ TEST_CASE("a reader asked to lighten gives back its stack pages and goes on wait
                 FiberSocket socket(pair.fds[0]);
                 touch_stack(64 * 1024); // a deep request, over by now
                 stack = current_fiber_stack();
-                deep = resident_pages(stack);
+                deep = resident_pages(stack.bottom, stack.top);
                 waiting = &socket;
                 char buffer[16] = {};
                 const ssize_t n = socket.receive(buffer, sizeof buffer, no_deadline);
@@ -345,7 +323,7 @@ TEST_CASE("a reader asked to lighten gives back its stack pages and goes on wait
             if (data_comes_with_the_request) REQUIRE(::write(pair.fds[1], "ping", 4) == 4);
             waiting->lighten_reader();
             boost::this_fiber::sleep_for(10ms); // the reader lightens and parks again
-            lightened = resident_pages(stack);
+            lightened = resident_pages(stack.bottom, stack.top);
             returned_early = !received.empty();
         }));
         STEP((data_comes_with_the_request ? "data and the request came together; " : "")

@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -111,6 +112,25 @@ Answer http_get(int port, const std::string& path) {
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+[[gnu::noinline]] int touch_stack(int bytes) { // noinline: one frame per call
+    volatile char frame[1024];
+    frame[0] = 1;
+    frame[sizeof frame - 1] = 1;
+    return bytes <= 1024 ? frame[0] : touch_stack(bytes - 1024) + frame[0];
+}
+
+std::size_t resident_pages(const char* begin, const char* end) {
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> resident((static_cast<std::size_t>(end - begin) + page - 1) / page);
+    if (::mincore(const_cast<char*>(begin), static_cast<std::size_t>(end - begin),
+                  resident.data()) != 0)
+        return 0;
+    std::size_t count = 0;
+    for (unsigned char r : resident)
+        count += r & 1u;
+    return count;
 }
 
 ServerProcess::ServerProcess(const std::string& binary, const std::vector<std::string>& args,

@@ -144,3 +144,9 @@ Answer http_get(int port, const std::string& path);
 
 // Seconds since `start`, for the story of a test.
 double seconds_since(std::chrono::steady_clock::time_point start);
+
+// Calls `bytes` deep into the caller's stack, 1 KiB a frame, then returns: the pages it touched
+// stay resident. And how many pages of [begin, end) are resident (mincore(2)): what RSS counts.
+// For the tests of fiber stacks that give pages back (lessons 02 and 03).
+int touch_stack(int bytes);
+std::size_t resident_pages(const char* begin, const char* end);
