@@ -143,6 +143,8 @@ void Connector::start() {
     sockets_by_carrier_.resize(static_cast<std::size_t>(options_.carriers));
     idle_ = std::make_unique<IdleConnections>(static_cast<std::size_t>(options_.carriers));
     for (int i = 0; i < options_.carriers; ++i)
+        timers_.push_back(std::make_unique<KeepAliveTimer>());
+    for (int i = 0; i < options_.carriers; ++i)
         carriers_.push_back(std::make_unique<Carrier>(
             options_.carrier_name + "-" + std::to_string(i),
             [] { use_carrier_algorithm<Reactor>(); }, options_.fiber_stack_size));
@@ -164,17 +166,34 @@ void Connector::time_out_idle_connections(std::size_t carrier) {
     // and a few page faults at its next request, so not sooner, and in batches (the second).
     constexpr auto lighten_after = std::chrono::seconds(1);
     constexpr auto lighten_batch = std::chrono::milliseconds(250);
-    std::unique_lock<boost::fibers::mutex> lock(timer_mutex_);
+    KeepAliveTimer& timer = *timers_[carrier];
+    std::unique_lock<boost::fibers::mutex> lock(timer.mutex);
     while (!stopping_) {
         const auto now = std::chrono::steady_clock::now();
         const auto oldest = idle_->close_idle_before(carrier, now - timeout);
         const auto heaviest = idle_->lighten_idle_before(carrier, now - lighten_after);
-        // A wait that begins later falls due `timeout` after now, or later.
-        Deadline next = oldest.value_or(now) + timeout;
+        // Nobody left to lighten: the next connection to fall idle wakes the timer (wake_timer),
+        // so that it is lightened a second later, not whenever the timer next wakes.
+        timer.waiting_for_idle = !heaviest;
+        const auto woken = [&] {
+            return stopping_.load() || (!heaviest && !timer.waiting_for_idle);
+        };
+        if (!oldest) { // nobody idle: nothing falls due until somebody is
+            timer.wake.wait(lock, woken);
+            continue;
+        }
+        Deadline next = *oldest + timeout;
         if (heaviest)
             next = std::min(next, std::max(*heaviest + lighten_after, now + lighten_batch));
-        timer_stop_.wait_until(lock, next, [this] { return stopping_.load(); });
+        timer.wake.wait_until(lock, next, woken);
     }
+}
+
+void Connector::wake_timer(std::size_t carrier) {
+    KeepAliveTimer& timer = *timers_[carrier];
+    std::lock_guard<boost::fibers::mutex> lock(timer.mutex);
+    timer.waiting_for_idle = false;
+    timer.wake.notify_one();
 }
 
 void Connector::accept_loop(int listen_fd) {
@@ -303,6 +322,7 @@ void Connector::serve_connection(int fd, std::size_t carrier) {
             // keep-alive timer ends it). A newcomer at max_connections may take its place.
             IdleConnections::Waiting idle(*idle_, carrier, socket);
             if (waiting_for_idle_) wake_acceptor();
+            if (timers_[carrier]->waiting_for_idle) wake_timer(carrier);
             const FiberStream::Arrival arrival = stream.wait_for_request(no_deadline);
             shut = idle.end();
             if (arrival != FiberStream::Arrival::request) break;
@@ -391,9 +411,9 @@ void Connector::begin_stop() {
         std::lock_guard<boost::fibers::mutex> lock(slot_mutex_);
         slot_freed_.notify_all();
     }
-    {
-        std::lock_guard<boost::fibers::mutex> lock(timer_mutex_);
-        timer_stop_.notify_all();
+    for (auto& timer : timers_) {
+        std::lock_guard<boost::fibers::mutex> lock(timer->mutex);
+        timer->wake.notify_all();
     }
     // Idle connections are parked in their keep-alive wait: shutting their read side makes that
     // wait end at once. Busy ones finish their request first. Each carrier does its own.

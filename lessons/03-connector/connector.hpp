@@ -99,6 +99,8 @@ public:
 
     // Kept-alive connections closed so far to make room for a newcomer at max_connections.
     std::uint64_t idle_evictions() const { return idle_evictions_.load(std::memory_order_relaxed); }
+    // Idle kept-alive connections asked so far to give back their stack pages (after a second).
+    std::uint64_t idle_lightened() const { return idle_ ? idle_->lightened() : 0; }
 
     // The requests the connector answered itself, refusing them before the app saw them (400,
     // 408, 413, 431 ...): how many of each status so far, statuses never refused left out.
@@ -122,6 +124,7 @@ private:
     void accept_loop(int listen_fd);
     void wait_for_room(Watch& listener);
     void time_out_idle_connections(std::size_t carrier);
+    void wake_timer(std::size_t carrier);
     void serve_connection(int fd, std::size_t carrier);
     bool read_checked_head(FiberStream& stream, Deadline deadline,
                            std::optional<Refusal>& refusal) const;
@@ -148,9 +151,15 @@ private:
     // Fair admission at the limit: the connections in their keep-alive wait, by carrier.
     std::unique_ptr<IdleConnections> idle_;
     std::atomic<std::uint64_t> idle_evictions_{0};
-    // Each carrier's keep-alive timer sleeps here between timeouts; stop() wakes them all.
-    boost::fibers::mutex timer_mutex_;
-    boost::fibers::condition_variable timer_stop_;
+    // Each carrier's keep-alive timer (time_out_idle_connections) sleeps on its own; stop()
+    // wakes them all, and so does, on its carrier, a connection that falls idle while the timer
+    // sleeps with nobody left to lighten.
+    struct KeepAliveTimer {
+        boost::fibers::mutex mutex;
+        boost::fibers::condition_variable wake;
+        bool waiting_for_idle = false; // touched only on its carrier
+    };
+    std::vector<std::unique_ptr<KeepAliveTimer>> timers_;
     // Open sockets per carrier, touched only by that carrier's fibers: stop() sends each carrier
     // a fiber that shuts its idle connections down.
     std::vector<std::unordered_set<int>> sockets_by_carrier_;

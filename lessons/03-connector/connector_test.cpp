@@ -211,6 +211,38 @@ TEST_CASE("an idle kept-alive connection is closed after the keep-alive timeout"
     CHECK(eventually([&] { return server.connector->open_connections() == 0; }));
 }
 
+TEST_CASE("a kept-alive connection is never closed before its keep-alive timeout",
+          "[lesson03][connector]") {
+    ConnectorOptions options;
+    options.keep_alive_timeout = 1s;
+    TestServer server(options);
+    RawConnection client(server.port());
+    // Taken before the request leaves: the server's wait begins after it, so a load that
+    // delays anything here can only make the measured span longer, never shorter.
+    const auto sent = std::chrono::steady_clock::now();
+    REQUIRE(client.send(get_request("/hello")));
+    REQUIRE(status_of(client.receive_response(5s)) == 200);
+    REQUIRE(client.closed_by_peer(30s));
+    const double open_for = seconds_since(sent);
+    STEP("keep-alive timeout 1 s; closed " << open_for << " s after the request was sent");
+    CHECK(open_for >= 1.0);
+}
+
+TEST_CASE("an idle kept-alive connection is lightened after a second, long before its timeout",
+          "[lesson03][connector]") {
+    ConnectorOptions options;
+    options.keep_alive_timeout = 60s;
+    TestServer server(options);
+    RawConnection client(server.port());
+    REQUIRE(client.send(get_request("/hello")));
+    REQUIRE(status_of(client.receive_response(5s)) == 200);
+    STEP("one request answered; the client stays quiet; keep-alive timeout 60 s");
+    // The keep-alive timer slept with nobody idle: the connection falling idle must wake it.
+    CHECK(eventually([&] { return server.connector->idle_lightened() == 1; }, 30s));
+    REQUIRE(client.send(get_request("/hello"))); // and the lightened connection still serves
+    CHECK(status_of(client.receive_response(5s)) == 200);
+}
+
 TEST_CASE("a client that sends its last request and its end at once is answered and closed "
           "without waiting for the keep-alive timeout",
           "[lesson03][connector]") {

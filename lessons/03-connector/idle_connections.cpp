@@ -24,6 +24,7 @@ bool IdleConnections::Waiting::end() {
 }
 
 void IdleConnections::unlink(List& list, Waiting& waiting) {
+    if (list.newest_lightened == &waiting) list.newest_lightened = waiting.older_;
     (waiting.older_ != nullptr ? waiting.older_->newer_ : list.oldest) = waiting.newer_;
     (waiting.newer_ != nullptr ? waiting.newer_->older_ : list.newest) = waiting.older_;
     waiting.older_ = waiting.newer_ = nullptr;
@@ -66,12 +67,13 @@ IdleConnections::lighten_idle_before(std::size_t carrier,
                                      std::chrono::steady_clock::time_point cutoff) {
     List& list = *lists_[carrier];
     std::lock_guard<std::mutex> lock(list.mutex);
-    // The lightened ones are the oldest: walk past them to the first that is not.
-    Waiting* waiting = list.oldest;
+    Waiting* waiting =
+        list.newest_lightened != nullptr ? list.newest_lightened->newer_ : list.oldest;
     for (; waiting != nullptr && waiting->since_ < cutoff; waiting = waiting->newer_) {
-        if (waiting->lightened_) continue;
         waiting->lightened_ = true;
         waiting->socket_.lighten_reader();
+        list.newest_lightened = waiting;
+        lightened_.fetch_add(1, std::memory_order_relaxed);
     }
     if (waiting == nullptr) return std::nullopt;
     return waiting->since_;

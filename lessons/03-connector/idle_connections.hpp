@@ -40,8 +40,10 @@
 
 #include "lessons/03-connector/fiber_socket.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,6 +67,8 @@ public:
         // or its keep-alive timeout passed): the connection must close (after the request that
         // raced in, if one did).
         bool end();
+        // Whether the keep-alive timer has asked this connection to lighten (for tests).
+        bool lightened() const { return lightened_; }
 
     private:
         friend class IdleConnections;
@@ -95,6 +99,8 @@ public:
     // Returns when the oldest wait not yet lightened began, or nullopt when every one is.
     std::optional<std::chrono::steady_clock::time_point>
     lighten_idle_before(std::size_t carrier, std::chrono::steady_clock::time_point cutoff);
+    // How many connections have been asked to lighten so far, on every carrier.
+    std::uint64_t lightened() const { return lightened_.load(std::memory_order_relaxed); }
 
 private:
     // One carrier's connections in their keep-alive wait, oldest first.
@@ -102,9 +108,13 @@ private:
         mutable std::mutex mutex; // held for a few pointer moves, never across a wait
         Waiting* oldest = nullptr;
         Waiting* newest = nullptr;
+        // The lightened ones are the oldest: this one and every older one. Where the next walk
+        // starts, so that no walk passes the same connection twice.
+        Waiting* newest_lightened = nullptr;
     };
     static void unlink(List& list, Waiting& waiting);
     static bool shut_if_idle(List& list, Waiting& waiting);
 
     std::vector<std::unique_ptr<List>> lists_; // by carrier
+    std::atomic<std::uint64_t> lightened_{0};
 };

@@ -1,12 +1,19 @@
 // Unit tests of the idle list's keep-alive timer, on socket pairs and cutoffs, never on timing:
 // which connections it closes or lightens, which it leaves, and when it says to look again.
-// (What lightening does to a waiting fiber: reactor_test.)
+// (What lightening does to a waiting fiber, in detail: reactor_test.)
 #include "lessons/03-connector/idle_connections.hpp"
+
+#include "lessons/02-fibers/carrier.hpp"
+#include "lessons/02-fibers/fiber_stack.hpp"
+#include "lessons/03-connector/reactor.hpp"
 #include "lessons/common/test_support.hpp"
 
+#include <boost/fiber/all.hpp>
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <future>
+#include <optional>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -113,4 +120,59 @@ TEST_CASE("lightening asks each connection idle since before the cutoff once, ol
     CHECK(first.server_reads() == "nothing yet");                          // lightened, not closed
     CHECK_FALSE(a.end());
     CHECK_FALSE(b.end());
+}
+
+TEST_CASE("lightening starts where the last one stopped, also after that connection left",
+          "[lesson03][idle]") {
+    IdleConnections idle(1);
+    Connection first, second, third;
+    IdleConnections::Waiting a(idle, 0, first.server);
+    std::optional<IdleConnections::Waiting> b(std::in_place, idle, 0, second.server);
+    CHECK(idle.lighten_idle_before(0, Clock::now() + 1h) == std::nullopt);
+    CHECK((a.lightened() && b->lightened()));
+    b.reset(); // the newest lightened one leaves the list (its next request came)
+    IdleConnections::Waiting c(idle, 0, third.server);
+    CHECK(idle.lighten_idle_before(0, Clock::now() + 1h) == std::nullopt);
+    CHECK(c.lightened());
+    CHECK(idle.lightened() == 3); // each asked once
+}
+
+TEST_CASE("lightening reaches the fiber parked on a listed connection", "[lesson03][idle]") {
+    Carrier carrier(
+        "test-carrier", [] { boost::fibers::use_scheduling_algorithm<Reactor>(); }, 256 * 1024);
+    IdleConnections idle(1);
+    SocketPair pair;
+    StackSpan stack;
+    std::size_t deep = 0, lightened = 0;
+    bool listed = false;
+    std::string received;
+    std::promise<void> reader_done, lightener_done;
+    carrier.spawn([&] {
+        FiberSocket socket(pair.fds[0]);
+        touch_stack(64 * 1024); // its last request went deep
+        stack = current_fiber_stack();
+        deep = resident_pages(stack.bottom, stack.top);
+        IdleConnections::Waiting waiting(idle, 0, socket);
+        listed = true;
+        char buffer[16] = {};
+        const ssize_t n = socket.receive(buffer, sizeof buffer, deadline_after(10s));
+        received.assign(buffer, n > 0 ? static_cast<std::size_t>(n) : 0);
+        reader_done.set_value();
+    });
+    carrier.spawn([&] {
+        while (!listed) // the reader parks in the same turn that lists it
+            boost::this_fiber::sleep_for(1ms);
+        idle.lighten_idle_before(0, std::chrono::steady_clock::now() + 1h);
+        boost::this_fiber::sleep_for(10ms); // the reader lightens and parks again
+        lightened = resident_pages(stack.bottom, stack.top);
+        REQUIRE(::write(pair.fds[1], "ping", 4) == 4);
+        lightener_done.set_value();
+    });
+    REQUIRE(lightener_done.get_future().wait_for(10s) == std::future_status::ready);
+    REQUIRE(reader_done.get_future().wait_for(10s) == std::future_status::ready);
+    STEP("the parked reader's stack: " << deep << " resident pages, " << lightened
+                                       << " after the list lightened it");
+    CHECK(deep >= 16);
+    CHECK(lightened <= 3);
+    CHECK(received == "ping");
 }
